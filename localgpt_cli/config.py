@@ -1,0 +1,190 @@
+"""Settings from flags > environment > config.toml > defaults, and the XDG paths.
+
+Every setting remembers where its value came from, so `localgpt config` can say why a
+value is what it is: the first question anyone asks when "it talks to the wrong host".
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localgpt_cli.errors import InvalidInput, UsageError
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_MODEL = "llama3.2"
+DEFAULT_EMBED_MODEL = "nomic-embed-text"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting: its key in config.toml, its environment variable, default and type."""
+
+    key: str
+    env: str | None
+    default: Any
+    kind: type
+    help: str
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("host", "OLLAMA_HOST", DEFAULT_HOST, str, "Ollama server"),
+    Spec("model", "LOCALGPT_MODEL", DEFAULT_MODEL, str, "chat model"),
+    Spec("embed_model", "LOCALGPT_EMBED_MODEL", DEFAULT_EMBED_MODEL, str, "embedding model"),
+    Spec("home", "LOCALGPT_HOME", None, str, "data folder (history, lancedb, lock)"),
+    Spec("db", "LOCALGPT_DB", None, str, "LanceDB URI (default: <home>/lancedb)"),
+    Spec("system", None, None, str, "default system prompt"),
+    Spec("timeout", None, None, float, "seconds to wait for Ollama (default: no limit)"),
+    Spec("window", None, 20, int, "history messages kept in the context"),
+    Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
+)
+SPEC_BY_KEY = {s.key: s for s in SPECS}
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def config_dir() -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config") / "localgpt"
+
+
+def cache_dir() -> Path:
+    return _xdg("XDG_CACHE_HOME", ".cache") / "localgpt"
+
+
+def config_file() -> Path:
+    return Path(os.environ.get("LOCALGPT_CONFIG") or config_dir() / "config.toml")
+
+
+def normalize_host(value: str) -> str:
+    """Accept every form Ollama accepts (`host`, `host:port`, `:port`, URLs) -> a URL.
+
+    `0.0.0.0` and `::` are listening addresses, not places to connect to: map them to
+    loopback, as the ollama CLI does.
+    """
+    raw = value.strip()
+    if not raw:
+        return DEFAULT_HOST
+    scheme = "http"
+    rest = raw
+    if "://" in raw:
+        scheme, rest = raw.split("://", 1)
+        if scheme not in ("http", "https"):
+            raise UsageError(
+                f"OLLAMA_HOST {value!r} has scheme {scheme!r}.",
+                hint="Use http://host:port or https://host:port.",
+            )
+    path = ""
+    if "/" in rest:
+        rest, path = rest.split("/", 1)
+        path = "/" + path.rstrip("/") if path.strip("/") else ""
+    default_port = "443" if scheme == "https" else "11434"
+    if rest.startswith("["):  # [::1]:port
+        end = rest.find("]")
+        host, port = rest[1:end], rest[end + 2 :] if rest[end + 1 : end + 2] == ":" else ""
+    elif rest.count(":") > 1:  # bare IPv6 without brackets
+        host, port = rest, ""
+    elif ":" in rest:
+        host, port = rest.split(":", 1)
+    else:
+        host, port = rest, ""
+    host = host or "127.0.0.1"
+    port = port or default_port
+    if host == "0.0.0.0":
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if not port.isdigit():
+        raise UsageError(f"OLLAMA_HOST {value!r} has an invalid port {port!r}.")
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}{path}"
+
+
+def _load_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(
+            f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
+        ) from None
+    unknown = sorted(set(data) - set(SPEC_BY_KEY))
+    if unknown:
+        raise InvalidInput(
+            f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
+            hint=f"Known settings: {', '.join(SPEC_BY_KEY)}.",
+        )
+    return data
+
+
+def _coerce(spec: Spec, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    try:
+        if spec.kind is int and isinstance(value, bool):
+            raise ValueError
+        return spec.kind(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"Setting {spec.key!r} from {where} must be {spec.kind.__name__}, got {value!r}."
+        ) from None
+
+
+@dataclass
+class Settings:
+    """Effective settings; `sources[key]` says where each value came from."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self.values[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    @property
+    def home_dir(self) -> Path:
+        return Path(self.values["home"])
+
+    @property
+    def db_uri(self) -> str:
+        return str(self.values["db"])
+
+
+def load_settings(flags: dict[str, Any] | None = None) -> Settings:
+    """Resolve every setting: flags > environment > config file > defaults."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    path = config_file()
+    from_file = _load_file(path)
+    settings = Settings()
+    for spec in SPECS:
+        if spec.key in flags:
+            value, source = flags[spec.key], "flag"
+        elif spec.env and os.environ.get(spec.env):
+            value, source = os.environ[spec.env], f"env {spec.env}"
+        elif spec.key in from_file:
+            value, source = from_file[spec.key], f"file {path}"
+        else:
+            value, source = spec.default, "default"
+        settings.values[spec.key] = _coerce(spec, value, source)
+        settings.sources[spec.key] = source
+    settings.values["host"] = normalize_host(settings.values["host"])
+    if settings.values["home"] is None:
+        settings.values["home"] = str(_xdg("XDG_DATA_HOME", ".local/share") / "localgpt")
+        settings.sources["home"] = "default (XDG data dir)"
+    if settings.values["db"] is None:
+        settings.values["db"] = str(Path(settings.values["home"]) / "lancedb")
+        settings.sources["db"] = "default (<home>/lancedb)"
+    return settings

@@ -1,0 +1,1 @@
+"""The SQLite store of conversations and messages."""

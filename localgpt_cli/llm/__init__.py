@@ -1,0 +1,1 @@
+"""The one place that talks to Ollama (through the `ollama` client)."""

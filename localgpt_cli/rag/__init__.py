@@ -1,0 +1,1 @@
+"""Retrieval: parse -> chunk -> embed -> store; retrieve; the ingest manifest and lock."""

@@ -1,0 +1,70 @@
+"""The values passed between parse, chunk, embed, store and retrieve.
+
+Kept in one small module so that each stage can be written and tested alone: parse
+yields `Section`s, chunk turns them into `Chunk`s, the store keeps `Chunk`s with their
+vectors, retrieval returns `Hit`s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Section:
+    """A piece of a parsed document that chunking must not merge across.
+
+    A PDF page, a Markdown section under one heading path, or a whole code/text file.
+    `line_start` is the 1-based line of the section's first character in the source, so
+    chunk line ranges can be computed for code and text.
+    """
+
+    text: str
+    page: int | None = None
+    heading: str | None = None
+    line_start: int | None = None
+
+
+@dataclass
+class ParsedDocument:
+    """What a parser returns for one file."""
+
+    path: str
+    type: str  # pdf | markdown | text | code | html | docx
+    sections: list[Section]
+    language: str | None = None  # for code: py, js, rs, ...
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Chunk:
+    """One retrievable passage, with where it came from."""
+
+    document_id: str
+    path: str
+    type: str
+    ordinal: int
+    text: str
+    page: int | None = None
+    heading: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+@dataclass
+class Hit:
+    """One search result: a chunk, its rank and score, and the mode that found it."""
+
+    rank: int
+    score: float
+    document_id: str
+    path: str
+    chunk: int
+    text: str
+    type: str | None = None
+    page: int | None = None
+    heading: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

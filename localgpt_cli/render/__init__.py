@@ -1,0 +1,1 @@
+"""Packets and records -> NDJSON, rich pretty text, or plain text."""

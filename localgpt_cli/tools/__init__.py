@@ -1,0 +1,1 @@
+"""Tools the agent loop can call: protocol, registry, selection, built-ins, plugins."""
