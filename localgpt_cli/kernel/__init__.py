@@ -1,1 +1,1 @@
-"""The kernel: packets, normalizer, session, loop, context, strategy. Never imports click or rich."""
+"""The kernel: packets, normalizer, session, loop, context. Never imports click or rich."""

@@ -1,0 +1,42 @@
+"""`localgpt config`: the effective settings and where each one came from."""
+
+from __future__ import annotations
+
+import click
+
+from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.config import SPECS, cache_dir, config_file
+from localgpt_cli.render.tables import print_table
+
+EPILOG = """\b
+Precedence: flags > environment > config.toml > defaults.
+Examples:
+  localgpt config
+  localgpt --host gpu-box:11434 config --json | jq -r 'select(.key=="host").value'
+  LOCALGPT_MODEL=qwen3 localgpt config
+"""
+
+
+@click.command(epilog=EPILOG)
+@json_option
+@pass_app
+def config(app: App) -> None:
+    """Print the effective settings, each with its source (flag, env, file, default)."""
+    settings = app.settings
+    rows = []
+    for spec in SPECS:
+        value = settings.values.get(spec.key)
+        source = settings.sources[spec.key]
+        if app.output.json:
+            app.output.record(
+                {"type": "setting", "key": spec.key, "value": value, "source": source,
+                 "env": spec.env, "help": spec.help}
+            )
+        rows.append([spec.key, "" if value is None else value, source])
+    paths = [("config_file", str(config_file())), ("cache_dir", str(cache_dir()))]
+    for key, value in paths:
+        if app.output.json:
+            app.output.record({"type": "path", "key": key, "value": value})
+        rows.append([key, value, "path"])
+    if not app.output.json:
+        print_table(app.output, ["SETTING", "VALUE", "SOURCE"], rows)

@@ -1,0 +1,132 @@
+"""The `localgpt` command: global options, lazy subcommands, and exit-code handling.
+
+Subcommands are imported only when invoked, and their one-line help is kept here, so
+`localgpt --help` never imports ollama, lancedb, pyarrow or rich.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from localgpt_cli import __version__
+from localgpt_cli.cli.app import App
+from localgpt_cli.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    LocalGPTError,
+)
+
+BUG_HINT = "This is a bug in localgpt: run again with --debug and report the traceback."
+
+# name -> (module, attribute, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": ("localgpt_cli.cli.chat", "chat",
+             "Ask a model: one-shot, piped, or an interactive REPL."),
+    "models": ("localgpt_cli.cli.models", "models", "List, inspect and pull Ollama models."),
+    "config": ("localgpt_cli.cli.config_cmd", "config",
+               "Show the effective settings and their sources."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = SUBCOMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = getattr(module, entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBCOMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+EPILOG = """\b
+Examples:
+  localgpt chat "what does ENOSPC mean?"
+  git diff | localgpt chat "write a commit message"
+  localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
+  localgpt models
+  localgpt config
+
+\b
+Exit codes: 0 ok, 1 internal error, 2 usage, 3 Ollama unreachable,
+4 model not found, 5 partial failure, 6 invalid input, 75 locked, 130 interrupted.
+"""
+
+
+@click.group(
+    cls=LazyGroup,
+    epilog=EPILOG,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "-V", "--version", message="localgpt %(version)s")
+@click.option("--json", "json_out", is_flag=True, help="NDJSON on stdout (every command).")
+@click.option("--no-color", is_flag=True, help="No colour (also when NO_COLOR is set).")
+@click.option("--host", metavar="URL", help="Ollama server (overrides OLLAMA_HOST).")
+@click.option(
+    "-v", "--verbose", "--debug", "debug", is_flag=True, help="Show tracebacks for errors."
+)
+@click.pass_context
+def cli(ctx: click.Context, json_out: bool, no_color: bool, host: str | None, debug: bool) -> None:
+    """localgpt: a local-first command line for Ollama that speaks NDJSON."""
+    app = ctx.ensure_object(App)
+    app.output.json = app.output.json or json_out
+    app.output.color = not no_color
+    app.debug = debug or bool(os.environ.get("LOCALGPT_DEBUG"))
+    app.set_flag("host", host)
+
+
+def _sigterm(_signum: int, _frame: Any) -> None:
+    # One path for Ctrl-C and SIGTERM: the stream is closed and `done` says aborted.
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with the code PROTOCOL documents."""
+    signal.signal(signal.SIGTERM, _sigterm)
+    app = App()
+    try:
+        code = cli.main(args=argv, prog_name="localgpt", standalone_mode=False, obj=app)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code if exc.exit_code != 1 else EXIT_USAGE
+    except click.exceptions.Abort:
+        sys.stderr.write("\nlocalgpt: interrupted\n")
+        code = EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        sys.stderr.write("\nlocalgpt: interrupted\n")
+        code = EXIT_INTERRUPTED
+    except LocalGPTError as exc:
+        if app.debug:
+            traceback.print_exc()
+        app.output.error(exc)
+        code = exc.exit_code
+    except BrokenPipeError:
+        # `localgpt … | head`: the reader left; that is not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
+    except Exception as exc:  # a bug: say where to report it
+        if app.debug:
+            traceback.print_exc()
+        sys.stderr.write(f"localgpt: internal error: {exc!r}\n  {BUG_HINT}\n")
+        code = EXIT_INTERNAL
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,149 @@
+"""`localgpt models`: list (the default), show, ps, pull."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.render.tables import human_size, print_table
+
+EPILOG = """\b
+Examples:
+  localgpt models                      # same as: localgpt models list
+  localgpt models --json | jq -r .name
+  localgpt models show qwen3
+  localgpt models ps
+  localgpt models pull llama3.2
+"""
+
+
+@click.group(invoke_without_command=True, epilog=EPILOG)
+@click.option("--refresh", is_flag=True, help="Ask Ollama now instead of the 5-minute cache.")
+@json_option
+@click.pass_context
+def models(ctx: click.Context, refresh: bool) -> None:
+    """List, inspect and pull the models of the Ollama server."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_cmd, refresh=refresh)
+
+
+@models.command("list", epilog="Example:\n\n  localgpt models list --refresh --json")
+@click.option("--refresh", is_flag=True, help="Ask Ollama now instead of the 5-minute cache.")
+@json_option
+@pass_app
+def list_cmd(app: App, refresh: bool) -> None:
+    """List installed models: name, size, family, parameters, quantization, modified."""
+    found, _cached = app.catalog.list(refresh=refresh)
+    if app.output.json:
+        for m in found:
+            app.output.record(m.to_record())
+        return
+    rows = [
+        [m.name, human_size(m.size), m.family or "", m.parameters or "", m.quantization or "",
+         (m.modified_at or "")[:19].replace("T", " ")]
+        for m in found
+    ]
+    print_table(
+        app.output,
+        ["NAME", "SIZE", "FAMILY", "PARAMS", "QUANT", "MODIFIED"],
+        rows,
+        empty="No models installed. Pull one with: localgpt models pull llama3.2",
+    )
+
+
+@models.command("show", epilog="Example:\n\n  localgpt models show qwen3 --json | jq .capabilities")
+@click.argument("name")
+@json_option
+@pass_app
+def show_cmd(app: App, name: str) -> None:
+    """Capabilities, context length, parameters and template of one model."""
+    info = app.catalog.show(name, refresh=True)
+    record = info.to_record()
+    if app.output.json:
+        app.output.record(record)
+        return
+    summary = record["template_summary"]
+    rows: list[list[Any]] = [
+        ["name", info.name],
+        ["capabilities", ", ".join(info.capabilities) or "-"],
+        ["context length", f"{info.context_length:,}" if info.context_length else "unknown"],
+        ["family", info.family or "-"],
+        ["parameters", info.parameter_size or "-"],
+        ["quantization", info.quantization or "-"],
+        ["template", f"{summary['lines']} lines; {summary['first_line']}"],
+    ]
+    if info.parameters:
+        rows.append(["model parameters", " ".join(info.parameters.split())])
+    print_table(app.output, ["", ""], rows, header=False)
+
+
+@models.command("ps", epilog="Example:\n\n  localgpt models ps --json")
+@json_option
+@pass_app
+def ps_cmd(app: App) -> None:
+    """Models loaded in memory right now."""
+    running = app.client.running()
+    if app.output.json:
+        for m in running:
+            app.output.record(m.to_record())
+        return
+    rows = [
+        [m.name, human_size(m.size), human_size(m.size_vram), m.context_length or "",
+         (m.expires_at or "")[:19].replace("T", " ")]
+        for m in running
+    ]
+    print_table(app.output, ["NAME", "SIZE", "VRAM", "CONTEXT", "UNTIL"], rows,
+                empty="No model is loaded.")
+
+
+@models.command("pull", epilog="Example:\n\n  localgpt models pull nomic-embed-text")
+@click.argument("name")
+@json_option
+@pass_app
+def pull_cmd(app: App, name: str) -> None:
+    """Download a model, with a progress bar on a terminal (progress records with --json)."""
+    from localgpt_cli.errors import ModelNotFound
+
+    progress = None
+    tasks: dict[str, Any] = {}
+    try:
+        if app.output.pretty:
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TransferSpeedColumn,
+            )
+
+            progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                TransferSpeedColumn(), console=app.output.console(),
+            )
+            progress.start()
+        for event in app.client.pull(name):
+            if app.output.json:
+                app.output.record({"type": "pull", "model": name, **event})
+            elif progress is not None:
+                digest = event.get("digest")
+                if digest and event.get("total"):
+                    if digest not in tasks:
+                        tasks[digest] = progress.add_task(
+                            f"pulling {digest.removeprefix('sha256:')[:12]}", total=event["total"]
+                        )
+                    progress.update(tasks[digest], completed=event.get("completed") or 0)
+                else:
+                    progress.console.print(event["status"], style="dim")
+            else:
+                if not event.get("digest"):
+                    app.output.stdout.write(f"{event['status']}\n")
+    except ModelNotFound:
+        raise ModelNotFound(
+            f"No model {name!r} to pull from the registry.",
+            hint="Check the name at https://ollama.com/library.",
+        ) from None
+    finally:
+        if progress is not None:
+            progress.stop()

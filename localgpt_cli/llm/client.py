@@ -1,0 +1,355 @@
+"""The one place that talks to Ollama, and the map from its failures to our errors.
+
+The `ollama` client raises a different thing for each way a request can fail (httpx
+errors, a builtin ConnectionError, ResponseError with a status or -1 mid-stream,
+JSON and pydantic errors for replies it cannot read). Everything above this module sees
+only `localgpt_cli.errors`, so exit codes stay stable whatever the client does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from localgpt_cli.errors import (
+    LocalGPTError,
+    ModelError,
+    ModelNotFound,
+    OllamaTimeout,
+    OllamaUnreachable,
+    ServerBusy,
+    UnsupportedCapability,
+)
+
+START_HINT = (
+    "Start it with `ollama serve` (or the Ollama app), "
+    "or set OLLAMA_HOST to where it runs."
+)
+
+
+@dataclass
+class ModelInfo:
+    """What /api/show says about a model, reduced to what localgpt decides with."""
+
+    name: str
+    capabilities: list[str]
+    context_length: int | None
+    family: str | None = None
+    parameter_size: str | None = None
+    quantization: str | None = None
+    parameters: str | None = None
+    template: str | None = None
+    modified_at: str | None = None
+
+    @property
+    def can_think(self) -> bool:
+        return "thinking" in self.capabilities
+
+    @property
+    def can_use_tools(self) -> bool:
+        return "tools" in self.capabilities
+
+    def to_record(self) -> dict[str, Any]:
+        template = (self.template or "").strip()
+        first_line = template.splitlines()[0] if template else ""
+        return {
+            "type": "model_info",
+            "name": self.name,
+            "capabilities": self.capabilities,
+            "context_length": self.context_length,
+            "family": self.family,
+            "parameters": self.parameter_size,
+            "quantization": self.quantization,
+            "model_parameters": self.parameters,
+            "template_summary": {
+                "lines": len(template.splitlines()),
+                "chars": len(template),
+                "first_line": first_line[:120],
+            },
+            "modified_at": self.modified_at,
+        }
+
+
+@dataclass
+class ModelSummary:
+    """One installed model, as `models list` shows it."""
+
+    name: str
+    size: int
+    family: str | None
+    parameters: str | None
+    quantization: str | None
+    modified_at: str | None
+    digest: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "type": "model",
+            "name": self.name,
+            "size": self.size,
+            "family": self.family,
+            "parameters": self.parameters,
+            "quantization": self.quantization,
+            "modified_at": self.modified_at,
+        }
+
+
+@dataclass
+class RunningModel:
+    name: str
+    size: int
+    size_vram: int
+    context_length: int | None
+    expires_at: str | None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "running_model", **self.__dict__}
+
+
+@dataclass
+class EmbedStats:
+    """Counts kept by `embed`, so callers can report requests and retries."""
+
+    requests: int = 0
+    inputs: int = 0
+    retries: int = 0
+    seconds: float = field(default=0.0)
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    iso = getattr(value, "isoformat", None)
+    return iso() if iso else str(value)
+
+
+class OllamaClient:
+    """A thin, error-translating wrapper around `ollama.Client` for one host."""
+
+    def __init__(self, host: str, timeout: float | None = None) -> None:
+        self.host = host
+        self.timeout = timeout
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import ollama
+
+            self._client = ollama.Client(host=self.host, timeout=self.timeout)
+        return self._client
+
+    # -- errors ----------------------------------------------------------------
+
+    def translate(self, exc: BaseException, model: str | None = None) -> LocalGPTError:
+        """Map anything the client raised to one of our errors."""
+        import httpx
+        import ollama
+
+        if isinstance(exc, LocalGPTError):
+            return exc
+        if isinstance(exc, ollama.ResponseError):
+            return self._response_error(exc, model)
+        if isinstance(exc, httpx.TimeoutException):
+            return OllamaTimeout(
+                f"Ollama at {self.host} did not answer within {self.timeout:g} s.",
+                hint="Raise --timeout, or check that the server is not overloaded.",
+            )
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return OllamaUnreachable(
+                f"The connection to Ollama at {self.host} was lost mid-answer ({exc}).",
+                code="connection_lost",
+                hint="Check the server log; the partial answer was kept.",
+            )
+        if isinstance(exc, httpx.ConnectError | ConnectionError | OSError):
+            return OllamaUnreachable(f"Ollama is not reachable at {self.host}.", hint=START_HINT)
+        if isinstance(exc, ValueError):  # JSONDecodeError and pydantic.ValidationError
+            return ModelError(
+                f"Ollama at {self.host} sent a reply localgpt cannot read: {exc}".splitlines()[0],
+                code="bad_response",
+            )
+        return ModelError(f"Unexpected error talking to Ollama at {self.host}: {exc!r}")
+
+    def _response_error(self, exc: Any, model: str | None) -> LocalGPTError:
+        status, text = exc.status_code, str(exc.error)
+        lowered = text.lower()
+        if status == -1:
+            return ModelError(f"Ollama failed while answering: {text}", code="model_error")
+        if status == 404 or "not found" in lowered:
+            return ModelNotFound(f"Model {model!r} is not available at {self.host}.")
+        if status == 503:
+            return ServerBusy(f"Ollama at {self.host} is busy: {text}", hint="Try again shortly.")
+        if "does not support" in lowered:
+            what = next((w for w in ("tools", "thinking", "chat", "embed") if w in lowered), "it")
+            return UnsupportedCapability(
+                f"Model {model!r} does not support {what}.", code=f"{what}_unsupported"
+            )
+        return ModelError(f"Ollama answered HTTP {status}: {text}")
+
+    @contextlib.contextmanager
+    def _errors(self, model: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except LocalGPTError:
+            raise
+        except Exception as exc:  # every client failure becomes one of ours
+            raise self.translate(exc, model) from exc
+
+    # -- chat ------------------------------------------------------------------
+
+    def chat_stream(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        think: bool | str | None = None,
+        options: dict[str, Any] | None = None,
+        keep_alive: str | float | None = None,
+    ) -> Iterator[Any]:
+        """Yield ChatResponse chunks; closing this generator closes the HTTP stream."""
+        with self._errors(model):
+            stream = self.client.chat(
+                model=model,
+                messages=list(messages),
+                tools=list(tools) if tools else None,
+                think=think,
+                options=options or None,
+                keep_alive=keep_alive,
+                stream=True,
+            )
+            with contextlib.closing(stream):
+                yield from stream
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        think: bool | str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Any:
+        """One whole ChatResponse (stream: false)."""
+        with self._errors(model):
+            return self.client.chat(
+                model=model,
+                messages=list(messages),
+                tools=list(tools) if tools else None,
+                think=think,
+                options=options or None,
+                stream=False,
+            )
+
+    # -- models ----------------------------------------------------------------
+
+    def show(self, model: str) -> ModelInfo:
+        with self._errors(model):
+            reply = self.client.show(model)
+        info = dict(reply.modelinfo or {})
+        context = next(
+            (int(v) for k, v in info.items() if k.endswith(".context_length") and v), None
+        )
+        details = reply.details
+        return ModelInfo(
+            name=model,
+            capabilities=list(reply.capabilities or []),
+            context_length=context,
+            family=details.family if details else None,
+            parameter_size=details.parameter_size if details else None,
+            quantization=details.quantization_level if details else None,
+            parameters=reply.parameters,
+            template=reply.template,
+            modified_at=_iso(reply.modified_at),
+        )
+
+    def list_models(self) -> list[ModelSummary]:
+        with self._errors():
+            reply = self.client.list()
+        out = []
+        for m in reply.models:
+            d = m.details
+            out.append(
+                ModelSummary(
+                    name=m.model or "",
+                    size=int(m.size or 0),
+                    family=d.family if d else None,
+                    parameters=d.parameter_size if d else None,
+                    quantization=d.quantization_level if d else None,
+                    modified_at=_iso(m.modified_at),
+                    digest=m.digest,
+                )
+            )
+        return out
+
+    def running(self) -> list[RunningModel]:
+        with self._errors():
+            reply = self.client.ps()
+        return [
+            RunningModel(
+                name=m.model or m.name or "",
+                size=int(m.size or 0),
+                size_vram=int(m.size_vram or 0),
+                context_length=getattr(m, "context_length", None),
+                expires_at=_iso(m.expires_at),
+            )
+            for m in reply.models
+        ]
+
+    def pull(self, model: str) -> Iterator[dict[str, Any]]:
+        """Yield pull progress as dicts: status, digest, total, completed."""
+        with self._errors(model):
+            for p in self.client.pull(model, stream=True):
+                yield {
+                    "status": p.status,
+                    "digest": p.digest,
+                    "total": p.total,
+                    "completed": p.completed,
+                }
+
+    # -- embeddings ------------------------------------------------------------
+
+    def embed(
+        self,
+        model: str,
+        inputs: Sequence[str],
+        *,
+        batch_size: int = 64,
+        retries: int = 3,
+        stats: EmbedStats | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> list[list[float]]:
+        """Embed `inputs` in batches of `batch_size`, retrying transient failures.
+
+        Transient means the server was busy or the connection dropped: those retry with
+        exponential backoff (0.5 s, 1 s, 2 s). A missing model or a bad request does not.
+        """
+        stats = stats if stats is not None else EmbedStats()
+        vectors: list[list[float]] = []
+        start = time.perf_counter()
+        for i in range(0, len(inputs), batch_size):
+            batch = list(inputs[i : i + batch_size])
+            for attempt in range(retries + 1):
+                try:
+                    with self._errors(model):
+                        stats.requests += 1
+                        reply = self.client.embed(model=model, input=batch)
+                    break
+                except (ServerBusy, OllamaUnreachable) as exc:
+                    if attempt == retries or exc.code == "ollama_unreachable":
+                        raise
+                    stats.retries += 1
+                    sleep(0.5 * 2**attempt)
+            got = [list(v) for v in reply.embeddings]
+            if len(got) != len(batch):
+                raise ModelError(
+                    f"Ollama returned {len(got)} embeddings for {len(batch)} inputs.",
+                    code="bad_response",
+                )
+            vectors.extend(got)
+            stats.inputs += len(batch)
+        stats.seconds += time.perf_counter() - start
+        return vectors
