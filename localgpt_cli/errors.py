@@ -114,6 +114,16 @@ class NotFound(InvalidInput):
     code = "not_found"
 
 
+class AmbiguousId(InvalidInput):
+    """A prefix that matches more than one id; `candidates` holds (some of) those ids."""
+
+    code = "ambiguous_id"
+
+    def __init__(self, message: str, *, candidates: list[str], hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.candidates = candidates
+
+
 class LockBusy(LocalGPTError):
     """Another process holds the lock and --wait-lock ran out."""
 
