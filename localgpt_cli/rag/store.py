@@ -1,0 +1,695 @@
+"""The knowledge-base store: one LanceDB table per collection (the only lancedb importer).
+
+Everything LanceDB-specific lives here (schema, commits, indexes, query builders), so that
+retrieval, ingest and the CLI talk to a small `Collection` API and swapping the database
+touches one file. lancedb and pyarrow are imported inside functions: importing lancedb
+costs over a second (mostly its generated REST client for remote namespaces), which
+`localgpt --help` and `localgpt chat` without retrieval must not pay.
+
+Durability rules the ingest pipeline relies on:
+- a document's rows are replaced by one `merge_insert` (one commit, one new table version),
+  so a crash leaves each document either old or new;
+- vectors may be missing (Ollama down): such rows are stored with a null vector, found by
+  keyword search, and filled in later by `set_vectors` (again one commit per batch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.errors import InvalidInput, NotFound, UsageError
+from localgpt_cli.rag.types import Chunk
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+COLLECTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+# Below this many embedded rows an exact (flat) scan is both fast and perfectly accurate,
+# and an IVF index would be trained on too few points to partition well. Measured with
+# 768-d clustered vectors on 2 cores (tests/bench/search.py): a flat scan is ~0.2 s at 50k
+# rows and ~0.4 s at 100k, while building the index at 50k takes only a few seconds; below
+# ~20k rows the flat scan stays under ~0.1 s, which a one-shot CLI call cannot notice next
+# to the 1+ s of process start-up.
+VECTOR_INDEX_MIN_ROWS = 50_000
+
+# Search-time knobs of the ANN index, chosen with tests/bench/search.py for recall@10 >= 0.95
+# on clustered 768-d vectors: probe enough IVF partitions, then re-rank
+# `REFINE_FACTOR * k` candidates with the exact vectors (PQ codes alone lose recall).
+NPROBES = 20
+REFINE_FACTOR = 10
+
+# Rows fetched per scan when listing documents or pending chunks; bounds memory on big tables.
+_FILTER_BATCH = 500
+
+_META_MODEL = "localgpt:embed_model"
+_META_DIM = "localgpt:embed_dim"
+_FTS_INDEX = "text_idx"
+_VECTOR_INDEX = "vector_idx"
+
+# Columns returned by searches: everything but the vector, which is large and not shown.
+RESULT_COLUMNS = (
+    "chunk_id",
+    "document_id",
+    "path",
+    "type",
+    "ordinal",
+    "text",
+    "page",
+    "heading",
+    "line_start",
+    "line_end",
+)
+
+
+def text_hash(text: str) -> str:
+    """The embedding-cache key of a chunk text (hex sha256 of its UTF-8 bytes)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunk_id(document_id: str, ordinal: int) -> str:
+    """The primary key of a chunk row: stable across re-ingests of an unchanged document."""
+    return f"{document_id}:{ordinal}"
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal for LanceDB filters: quotes doubled, so a path with `'` is safe."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """`column IN ('a', 'b')` with every value escaped."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+def validate_collection_name(name: str) -> str:
+    """Collection names become table (directory) names: keep them to a safe alphabet."""
+    if not COLLECTION_NAME.fullmatch(name or ""):
+        raise UsageError(
+            f"Invalid collection name {name!r}.",
+            hint="Use 1-64 letters, digits, '_' or '-'.",
+        )
+    return name
+
+
+def row_schema(dim: int | None) -> pa.Schema:
+    """The table schema; without `dim` there is no vector column yet (added with the first
+    vectors, because the dimension is only known once the embedding model has answered)."""
+    import pyarrow as pa
+
+    fields = [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("document_id", pa.string(), nullable=False),
+        pa.field("path", pa.string()),
+        pa.field("type", pa.string()),
+        pa.field("ordinal", pa.int32()),
+        pa.field("text", pa.string()),
+        pa.field("page", pa.int32()),
+        pa.field("heading", pa.string()),
+        pa.field("line_start", pa.int32()),
+        pa.field("line_end", pa.int32()),
+        pa.field("text_hash", pa.string()),
+    ]
+    if dim is not None:
+        fields.append(vector_field(dim))
+    return pa.schema(fields)
+
+
+def vector_field(dim: int) -> pa.Field:
+    import pyarrow as pa
+
+    return pa.field("vector", pa.list_(pa.float32(), dim), nullable=True)
+
+
+@dataclass
+class CollectionInfo:
+    """One line of `docs collections`."""
+
+    name: str
+    rows: int
+    model: str | None
+    dim: int | None
+
+
+@dataclass
+class DocumentSummary:
+    """One line of `docs list`: a document as the store sees it."""
+
+    document_id: str
+    path: str
+    type: str
+    chunks: int
+    pending: int  # chunks stored without a vector
+
+    @property
+    def has_vectors(self) -> bool:
+        return self.pending == 0
+
+
+@dataclass
+class PendingChunk:
+    """A stored chunk still waiting for its embedding."""
+
+    chunk_id: str
+    text: str
+    text_hash: str
+
+
+@dataclass
+class IndexInfo:
+    name: str
+    type: str
+    columns: list[str]
+    indexed_rows: int | None
+    unindexed_rows: int | None
+
+
+@dataclass
+class CollectionStats:
+    """What `docs stats` shows."""
+
+    name: str
+    rows: int
+    documents: int
+    pending: int
+    bytes: int | None
+    model: str | None
+    dim: int | None
+    version: int
+    fragments: int
+    indexes: list[IndexInfo] = field(default_factory=list)
+
+
+@dataclass
+class StoredRow:
+    """A search candidate as the store returns it: chunk fields plus the side's raw score."""
+
+    chunk: Chunk
+    chunk_id: str
+    score: float  # cosine similarity (vector side) or BM25 score (keyword side)
+
+
+def open_store(uri: str | Path) -> Store:
+    """A store at `uri` (a local folder or an object-store URI); connects on first use."""
+    return Store(str(uri))
+
+
+class Store:
+    """A LanceDB database: the collections of one localgpt home (or a shared URI)."""
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        self._db: Any = None
+
+    @property
+    def db(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            if "://" not in self.uri:
+                Path(self.uri).mkdir(parents=True, exist_ok=True)
+            try:
+                self._db = lancedb.connect(self.uri)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise InvalidInput(
+                    f"Cannot open the knowledge base at {self.uri}: {exc}",
+                    hint="Check --db / LOCALGPT_DB.",
+                ) from exc
+        return self._db
+
+    def names(self) -> list[str]:
+        return sorted(self.db.list_tables().tables)
+
+    def exists(self, name: str) -> bool:
+        return validate_collection_name(name) in self.names()
+
+    def collection(self, name: str, create: bool = False, dim: int | None = None) -> Collection:
+        """Open collection `name`; with `create`, make it (with a vector column if `dim`)."""
+        validate_collection_name(name)
+        if name in self.names():
+            return Collection(self, name, self.db.open_table(name))
+        if not create:
+            raise NotFound(
+                f"Collection {name!r} does not exist in {self.uri}.",
+                hint="Ingest documents into it first: localgpt ingest -C "
+                f"{name} PATH... (see: localgpt docs collections).",
+            )
+        table = self.db.create_table(name, schema=row_schema(dim), exist_ok=True)
+        coll = Collection(self, name, table)
+        coll.ensure_fts_index()
+        return coll
+
+    def collections(self) -> list[CollectionInfo]:
+        out = []
+        for name in self.names():
+            if not COLLECTION_NAME.fullmatch(name):
+                continue  # a table somebody else put in the database
+            coll = Collection(self, name, self.db.open_table(name))
+            out.append(CollectionInfo(name, coll.count(), coll.model, coll.dim))
+        return out
+
+    def drop_collection(self, name: str) -> None:
+        """Remove a collection and its files (for re-indexing with another model)."""
+        validate_collection_name(name)
+        if name not in self.names():
+            raise NotFound(f"Collection {name!r} does not exist in {self.uri}.")
+        self.db.drop_table(name)
+
+
+class Collection:
+    """One collection: its LanceDB table plus the rules for writing and searching it."""
+
+    def __init__(self, store: Store, name: str, table: Any):
+        self.store = store
+        self.name = name
+        self.table = table
+
+    # -- metadata -------------------------------------------------------------------
+
+    def _metadata(self) -> dict[str, str]:
+        raw = self.table.schema.field("chunk_id").metadata or {}
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    @property
+    def model(self) -> str | None:
+        """The embedding model the stored vectors came from (None before the first ingest)."""
+        return self._metadata().get(_META_MODEL)
+
+    @property
+    def dim(self) -> int | None:
+        """The vector dimension, from the vector column (None until vectors were stored)."""
+        schema = self.table.schema
+        if "vector" in schema.names:
+            return int(schema.field("vector").type.list_size)
+        recorded = self._metadata().get(_META_DIM)
+        return int(recorded) if recorded else None
+
+    @property
+    def version(self) -> int:
+        return int(self.table.version)
+
+    def check_model(self, model: str, dim: int | None = None) -> None:
+        """Refuse to mix embedding models: vectors of two models are not comparable."""
+        have_model, have_dim = self.model, self.dim
+        model_differs = have_model is not None and have_model != model
+        dim_differs = dim is not None and have_dim is not None and have_dim != dim
+        if not (model_differs or dim_differs):
+            return
+        have = f"{have_model or 'an unknown model'} ({have_dim or '?'} dimensions)"
+        want = f"{model} ({dim or '?'} dimensions)"
+        raise InvalidInput(
+            f"Collection {self.name!r} was embedded with {have}, not {want}.",
+            hint=(
+                f"Re-index it with {model}: localgpt ingest --force -C {self.name} PATH..., "
+                f"or remove its documents first: localgpt docs rm -C {self.name} ID|PATH... "
+                f"(searching it needs {have_model or 'its original model'})."
+            ),
+        )
+
+    def set_model(self, model: str, dim: int | None = None) -> None:
+        """Record the embedding model (and dimension when known); refuses a different one."""
+        self.check_model(model, dim)
+        meta = self._metadata()
+        updates: dict[str, str] = {}
+        if meta.get(_META_MODEL) != model:
+            updates[_META_MODEL] = model
+        if dim is not None and meta.get(_META_DIM) != str(dim):
+            updates[_META_DIM] = str(dim)
+        if updates:
+            self.table.update_field_metadata({"path": "chunk_id", "metadata": updates})
+
+    # -- writes ---------------------------------------------------------------------
+
+    def _ensure_vector_column(self, dim: int) -> None:
+        have = self.dim
+        if have is None or ("vector" not in self.table.schema.names and have == dim):
+            # First vectors of this collection: add the (all-null) column, a schema-only commit.
+            self.table.add_columns(vector_field(dim))
+        elif have != dim:
+            raise InvalidInput(
+                f"Vectors of {dim} dimensions cannot go into collection {self.name!r}, "
+                f"which holds {have}-dimension vectors.",
+                hint=f"Re-index it: localgpt ingest --force -C {self.name} PATH...",
+            )
+
+    def _rows_table(self, chunks: Sequence[Chunk], vectors: Sequence[Any] | None) -> pa.Table:
+        import numpy as np
+        import pyarrow as pa
+
+        if vectors is not None and len(vectors) != len(chunks):
+            raise ValueError("one vector (or None) per chunk")
+        dims = {len(v) for v in vectors or () if v is not None}
+        if len(dims) > 1:
+            raise InvalidInput(f"Vectors of different dimensions {sorted(dims)} in one batch.")
+        if dims:
+            self._ensure_vector_column(dims.pop())
+        schema = row_schema(self.dim if "vector" in self.table.schema.names else None)
+        columns: dict[str, Any] = {
+            "chunk_id": [chunk_id(c.document_id, c.ordinal) for c in chunks],
+            "document_id": [c.document_id for c in chunks],
+            "path": [c.path for c in chunks],
+            "type": [c.type for c in chunks],
+            "ordinal": [c.ordinal for c in chunks],
+            "text": [c.text for c in chunks],
+            "page": [c.page for c in chunks],
+            "heading": [c.heading for c in chunks],
+            "line_start": [c.line_start for c in chunks],
+            "line_end": [c.line_end for c in chunks],
+            "text_hash": [text_hash(c.text) for c in chunks],
+        }
+        arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
+        if "vector" in schema.names:
+            arrays.append(_vector_array(np, pa, vectors or [None] * len(chunks), self.dim or 0))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def replace_document(
+        self,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float] | None] | None = None,
+    ) -> int:
+        """Make `chunks` the document's rows, in one commit; returns the new table version.
+
+        `vectors[i]` is the embedding of `chunks[i]`, or None when it is not known yet
+        (Ollama down): the row is stored without one and `pending()` lists it. Rows of the
+        document that are not in `chunks` any more (the document got shorter) are deleted
+        by the same commit.
+        """
+        if any(c.document_id != document_id for c in chunks):
+            raise ValueError("every chunk must belong to the document being replaced")
+        if not chunks:
+            self.delete_documents([document_id])
+            return self.version
+        data = self._rows_table(chunks, vectors)
+        result = (
+            self.table.merge_insert("chunk_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(f"document_id = {sql_string(document_id)}")
+            .execute(data, on_bad_vectors="null")
+        )
+        return int(result.version)
+
+    def delete_documents(self, document_ids: Iterable[str]) -> int:
+        """Delete every row of these documents in one commit; returns rows deleted."""
+        ids = sorted(set(document_ids))
+        if not ids:
+            return 0
+        where = sql_in("document_id", ids)
+        if self.table.count_rows(where) == 0:
+            return 0  # a delete that matches nothing would still write a new version
+        return int(self.table.delete(where).num_deleted_rows)
+
+    def set_vectors(self, chunk_ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> int:
+        """Fill in embeddings of stored chunks (one commit); returns rows updated."""
+        import numpy as np
+        import pyarrow as pa
+
+        if len(chunk_ids) != len(vectors):
+            raise ValueError("one vector per chunk id")
+        if not chunk_ids:
+            return 0
+        dims = {len(v) for v in vectors}
+        if len(dims) > 1:
+            raise InvalidInput(f"Vectors of different dimensions {sorted(dims)} in one batch.")
+        self._ensure_vector_column(dims.pop())
+        dim = self.dim or 0
+        data = pa.Table.from_arrays(
+            [pa.array(list(chunk_ids), pa.string()), _vector_array(np, pa, vectors, dim)],
+            schema=pa.schema(
+                [pa.field("chunk_id", pa.string(), nullable=False), vector_field(dim)]
+            ),
+        )
+        result = self.table.merge_insert("chunk_id").when_matched_update_all().execute(data)
+        return int(result.num_updated_rows)
+
+    # -- reads ----------------------------------------------------------------------
+
+    def count(self, where: str | None = None) -> int:
+        return int(self.table.count_rows(where))
+
+    def has_vector_column(self) -> bool:
+        return "vector" in self.table.schema.names
+
+    def count_with_vectors(self) -> int:
+        if not self.has_vector_column():
+            return 0
+        return self.count("vector IS NOT NULL")
+
+    def pending(self, limit: int | None = None) -> list[PendingChunk]:
+        """Chunks stored without a vector, oldest document order first."""
+        where = "vector IS NULL" if self.has_vector_column() else None
+        query = self.table.search().select(["chunk_id", "text", "text_hash"])
+        if where:
+            query = query.where(where)
+        rows = query.limit(limit).to_arrow().to_pylist() if limit else _scan_all(query)
+        return [PendingChunk(r["chunk_id"], r["text"], r["text_hash"]) for r in rows]
+
+    def lookup_vectors(self, text_hashes: Iterable[str]) -> dict[str, list[float]]:
+        """The embedding cache: stored vectors of these chunk texts, keyed by text hash."""
+        if not self.has_vector_column():
+            return {}
+        wanted = sorted(set(text_hashes))
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(wanted), _FILTER_BATCH):
+            batch = wanted[start : start + _FILTER_BATCH]
+            query = (
+                self.table.search()
+                .where(f"vector IS NOT NULL AND {sql_in('text_hash', batch)}")
+                .select(["text_hash", "vector"])
+            )
+            for row in _scan_all(query):
+                found.setdefault(row["text_hash"], row["vector"])
+        return found
+
+    def documents(self) -> list[DocumentSummary]:
+        """One summary per document, by path."""
+        table = _scan_all_arrow(self.table.search().select(["document_id", "path", "type"]))
+        if table.num_rows == 0:
+            return []
+        grouped = table.group_by(["document_id", "path", "type"]).aggregate(
+            [("document_id", "count")]
+        )
+        pending: dict[str, int] = {}
+        if self.has_vector_column():
+            nulls = _scan_all_arrow(
+                self.table.search().where("vector IS NULL").select(["document_id"])
+            )
+            for row in (
+                nulls.group_by("document_id").aggregate([("document_id", "count")]).to_pylist()
+            ):
+                pending[row["document_id"]] = row["document_id_count"]
+        else:
+            pending = {r["document_id"]: r["document_id_count"] for r in grouped.to_pylist()}
+        out = [
+            DocumentSummary(
+                r["document_id"],
+                r["path"],
+                r["type"],
+                r["document_id_count"],
+                pending.get(r["document_id"], 0),
+            )
+            for r in grouped.to_pylist()
+        ]
+        return sorted(out, key=lambda d: (d.path, d.document_id))
+
+    def chunks(self, document_id: str) -> list[Chunk]:
+        """A document's chunks in order (empty if the document is not stored)."""
+        query = (
+            self.table.search()
+            .where(f"document_id = {sql_string(document_id)}")
+            .select(list(RESULT_COLUMNS))
+        )
+        rows = sorted(_scan_all(query), key=lambda r: r["ordinal"])
+        return [_row_chunk(r) for r in rows]
+
+    def indexes(self) -> list[IndexInfo]:
+        out = []
+        for cfg in self.table.list_indices():
+            stats = self.table.index_stats(cfg.name)
+            out.append(
+                IndexInfo(
+                    cfg.name,
+                    str(cfg.index_type),
+                    list(cfg.columns),
+                    getattr(stats, "num_indexed_rows", None),
+                    getattr(stats, "num_unindexed_rows", None),
+                )
+            )
+        return out
+
+    def stats(self) -> CollectionStats:
+        raw = self.table.stats()
+        rows = self.count()
+        pending = rows - self.count_with_vectors() if self.has_vector_column() else rows
+        documents = _scan_all_arrow(self.table.search().select(["document_id"]))
+        return CollectionStats(
+            name=self.name,
+            rows=rows,
+            documents=len(set(documents.column("document_id").to_pylist())),
+            pending=pending,
+            bytes=_dir_bytes(self.store.uri, self.name) or _stat(raw, "total_bytes"),
+            model=self.model,
+            dim=self.dim,
+            version=self.version,
+            fragments=int(_stat(_stat(raw, "fragment_stats") or {}, "num_fragments") or 0),
+            indexes=self.indexes(),
+        )
+
+    # -- indexes and maintenance ----------------------------------------------------
+
+    def ensure_fts_index(self) -> None:
+        """The native full-text (BM25) index on `text`; rows added later are still
+        searched (unindexed fragments are scanned) until `optimize()` folds them in."""
+        if any(cfg.name == _FTS_INDEX for cfg in self.table.list_indices()):
+            return
+        from lancedb.index import FTS
+
+        self.table.create_index("text", config=FTS(), name=_FTS_INDEX, replace=True)
+
+    def has_vector_index(self) -> bool:
+        return any(cfg.name == _VECTOR_INDEX for cfg in self.table.list_indices())
+
+    def ensure_indexes(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
+        """Create the FTS index if missing, and the ANN index once `min_rows` rows have
+        vectors. Returns True when it built the vector index now."""
+        self.ensure_fts_index()
+        if self.has_vector_index() or self.count_with_vectors() < min_rows:
+            return False
+        self.build_vector_index()
+        return True
+
+    def build_vector_index(self) -> None:
+        """(Re)build the IVF-PQ index over the vectors (cosine).
+
+        IVF-PQ rather than HNSW: with refine_factor it reaches recall@10 >= 0.95 on
+        clustered 768-d vectors and builds faster on 2 cores (see tests/bench/search.py).
+        Partitions ~ sqrt(rows) keep each probed list small; sub-vectors of 16 dimensions.
+        """
+        from lancedb.index import IvfPq
+
+        rows = max(self.count_with_vectors(), 1)
+        dim = self.dim or 0
+        partitions = max(1, min(4096, round(math.sqrt(rows))))
+        sub_vectors = next(s for s in (dim // 16, dim // 8, dim // 4, 1) if s and dim % s == 0)
+        self.table.create_index(
+            "vector",
+            config=IvfPq(
+                distance_type="cosine", num_partitions=partitions, num_sub_vectors=sub_vectors
+            ),
+            name=_VECTOR_INDEX,
+            replace=True,
+        )
+
+    def optimize(self, cleanup_older_than: timedelta = timedelta(hours=1)) -> None:
+        """Compact small fragments, fold new rows into the indexes, drop old versions.
+
+        Each `replace_document` commit adds a fragment; a run over thousands of files would
+        otherwise leave thousands of them and slow every scan. Versions older than an hour
+        are removed: search processes are short-lived and ingest holds the lock, so no
+        reader is still on them.
+        """
+        self.ensure_indexes()
+        self.table.optimize(cleanup_older_than=cleanup_older_than)
+
+    # -- search ---------------------------------------------------------------------
+
+    def vector_search(
+        self, vector: Sequence[float], limit: int, where: str | None = None
+    ) -> list[StoredRow]:
+        """Nearest chunks by cosine similarity (1 - cosine distance), best first.
+
+        Filters are prefilters so `limit` matching rows come back. With an ANN index, rows
+        added since it was built are still searched exactly (LanceDB scans unindexed
+        fragments) and the candidates are re-ranked with the full vectors.
+        """
+        if not self.has_vector_column():
+            return []
+        if len(vector) != self.dim:
+            raise InvalidInput(
+                f"The query vector has {len(vector)} dimensions; collection {self.name!r} "
+                f"holds {self.dim}-dimension vectors.",
+                hint="Search with the model the collection was ingested with.",
+            )
+        query = self.table.search(list(vector), vector_column_name="vector").distance_type("cosine")
+        if self.has_vector_index():
+            query = query.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+        if where:
+            query = query.where(where, prefilter=True)
+        table = query.select([*RESULT_COLUMNS, "_distance"]).limit(limit).to_arrow()
+        return [
+            StoredRow(_row_chunk(r), r["chunk_id"], 1.0 - float(r["_distance"]))
+            for r in table.to_pylist()
+        ]
+
+    def keyword_search(self, text: str, limit: int, where: str | None = None) -> list[StoredRow]:
+        """BM25 full-text matches on `text`, best first. The query is matched as words, never
+        parsed as a query language, so quotes and operators in user text cannot fail."""
+        from lancedb.query import MatchQuery
+
+        query = self.table.search(MatchQuery(text, "text"), query_type="fts")
+        if where:
+            query = query.where(where, prefilter=True)
+        table = query.select([*RESULT_COLUMNS, "_score"]).limit(limit).to_arrow()
+        return [
+            StoredRow(_row_chunk(r), r["chunk_id"], float(r["_score"])) for r in table.to_pylist()
+        ]
+
+
+def _vector_array(np: Any, pa: Any, vectors: Sequence[Any], dim: int) -> pa.Array:
+    """A fixed_size_list<float32>[dim] array with nulls where a vector is missing."""
+    valid = [v is not None for v in vectors]
+    flat = np.zeros((len(vectors), dim), dtype=np.float32)
+    for i, v in enumerate(vectors):
+        if v is not None:
+            if len(v) != dim:
+                raise InvalidInput(f"A vector of {len(v)} dimensions where {dim} are expected.")
+            flat[i] = v
+    if not np.isfinite(flat).all():
+        raise InvalidInput("An embedding contains NaN or infinite values.")
+    mask = None if all(valid) else pa.array([not x for x in valid])
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), dim, mask=mask)
+
+
+def _row_chunk(row: dict[str, Any]) -> Chunk:
+    return Chunk(
+        document_id=row["document_id"],
+        path=row["path"],
+        type=row["type"],
+        ordinal=row["ordinal"],
+        text=row["text"],
+        page=row["page"],
+        heading=row["heading"],
+        line_start=row["line_start"],
+        line_end=row["line_end"],
+    )
+
+
+def _scan_all_arrow(query: Any) -> pa.Table:
+    """All matching rows (a plain query is limited to 10 unless told otherwise)."""
+    return query.limit(None).to_arrow()
+
+
+def _scan_all(query: Any) -> list[dict[str, Any]]:
+    return list(_scan_all_arrow(query).to_pylist())
+
+
+def _stat(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _dir_bytes(uri: str, name: str) -> int | None:
+    """Bytes on disk of a local table (all versions), None for object stores."""
+    if "://" in uri:
+        return None
+    root = Path(uri) / f"{name}.lance"
+    if not root.exists():
+        return None
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())

@@ -1,0 +1,252 @@
+"""The LanceDB store on real tables in tmp_path: schema, one-commit replaces, pending
+embeddings, the model guard, full-text search and the vector index lifecycle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from localgpt_cli.errors import InvalidInput, NotFound, UsageError
+from localgpt_cli.rag.store import Collection, open_store, text_hash
+from localgpt_cli.rag.types import Chunk
+
+DIM = 16
+
+
+def make_chunks(document_id: str, texts: list[str], path: str | None = None) -> list[Chunk]:
+    return [
+        Chunk(
+            document_id,
+            path or f"notes/{document_id}.md",
+            "markdown",
+            i,
+            text,
+            page=i + 1,
+            heading="Intro",
+            line_start=i * 10 + 1,
+            line_end=i * 10 + 9,
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+def unit_vectors(n: int, seed: int = 0) -> list[list[float]]:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).tolist()
+
+
+@pytest.fixture
+def coll(tmp_path) -> Collection:
+    return open_store(tmp_path / "lancedb").collection("notes", create=True)
+
+
+def test_schema_and_stored_row(coll):
+    chunks = make_chunks("d1", ["alpha beta", "gamma delta"])
+    coll.replace_document("d1", chunks, unit_vectors(2))
+    schema = coll.table.schema
+    assert schema.names == [
+        "chunk_id",
+        "document_id",
+        "path",
+        "type",
+        "ordinal",
+        "text",
+        "page",
+        "heading",
+        "line_start",
+        "line_end",
+        "text_hash",
+        "vector",
+    ]
+    assert str(schema.field("vector").type) == f"fixed_size_list<item: float>[{DIM}]"
+    assert schema.field("vector").nullable
+    row = coll.table.search().where("chunk_id = 'd1:1'").limit(1).to_arrow().to_pylist()[0]
+    assert row["document_id"] == "d1" and row["ordinal"] == 1 and row["page"] == 2
+    assert row["text_hash"] == text_hash("gamma delta")
+    assert coll.chunks("d1") == chunks
+    assert coll.dim == DIM
+
+
+def test_replace_document_is_one_commit_and_idempotent(coll):
+    coll.replace_document("other", make_chunks("other", ["unrelated text"]), unit_vectors(1))
+    v0 = coll.version
+    coll.replace_document("d1", make_chunks("d1", ["one", "two", "three"]), unit_vectors(3))
+    assert coll.version == v0 + 1
+    v1 = coll.version
+    # shorter document: the dropped chunk goes in the same commit
+    coll.replace_document("d1", make_chunks("d1", ["one", "TWO"]), unit_vectors(2, seed=1))
+    assert coll.version == v1 + 1
+    assert [c.text for c in coll.chunks("d1")] == ["one", "TWO"]
+    # replacing again with the same rows changes nothing visible
+    coll.replace_document("d1", make_chunks("d1", ["one", "TWO"]), unit_vectors(2, seed=1))
+    assert coll.count() == 3
+    assert [c.text for c in coll.chunks("other")] == ["unrelated text"]
+
+
+def test_delete_documents(coll):
+    for doc in ("a", "b", "c"):
+        coll.replace_document(doc, make_chunks(doc, [f"{doc} text", f"{doc} more"]))
+    v0 = coll.version
+    assert coll.delete_documents(["a", "c", "missing"]) == 4
+    assert coll.version == v0 + 1
+    assert [d.document_id for d in coll.documents()] == ["b"]
+    v1 = coll.version
+    assert coll.delete_documents(["a"]) == 0
+    assert coll.version == v1  # nothing matched: no empty commit
+
+
+def test_pending_then_set_vectors(coll):
+    chunks = make_chunks("d1", ["first text", "second text", "third text"])
+    coll.replace_document("d1", chunks)  # Ollama down: no vectors at all
+    assert coll.dim is None
+    pending = coll.pending()
+    assert [p.chunk_id for p in pending] == ["d1:0", "d1:1", "d1:2"]
+    assert pending[0].text_hash == text_hash("first text")
+    assert coll.documents()[0].pending == 3
+
+    vectors = unit_vectors(2)
+    v0 = coll.version
+    assert coll.set_vectors(["d1:0", "d1:2"], vectors) == 2
+    assert coll.dim == DIM
+    assert [p.chunk_id for p in coll.pending()] == ["d1:1"]
+    assert len(coll.pending(limit=1)) == 1
+    v1 = coll.version
+    coll.set_vectors(["d1:1"], unit_vectors(1, seed=3))
+    assert coll.version == v1 + 1  # one commit per batch once the column exists
+    assert v1 > v0
+    assert coll.pending() == []
+    assert coll.documents()[0].has_vectors
+
+
+def test_mixed_null_vectors_in_one_replace(coll):
+    vectors = unit_vectors(2)
+    coll.replace_document("d1", make_chunks("d1", ["has vector", "no vector"]), [vectors[0], None])
+    assert [p.text for p in coll.pending()] == ["no vector"]
+    hits = coll.vector_search(vectors[0], 5)
+    assert [h.chunk_id for h in hits] == ["d1:0"]  # null-vector rows are never vector hits
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_lookup_vectors_is_the_embedding_cache(coll):
+    vectors = unit_vectors(2)
+    coll.replace_document("d1", make_chunks("d1", ["kept paragraph", "old paragraph"]), vectors)
+    coll.replace_document("d2", make_chunks("d2", ["pending paragraph"]))
+    found = coll.lookup_vectors(
+        [text_hash("kept paragraph"), text_hash("pending paragraph"), text_hash("never seen")]
+    )
+    assert list(found) == [text_hash("kept paragraph")]
+    assert np.allclose(found[text_hash("kept paragraph")], vectors[0], atol=1e-6)
+
+
+def test_model_recorded_and_mismatch_refused(coll, tmp_path):
+    coll.set_model("nomic-embed-text", DIM)
+    coll.replace_document("d1", make_chunks("d1", ["x"]), unit_vectors(1))
+    reopened = open_store(tmp_path / "lancedb").collection("notes")
+    assert (reopened.model, reopened.dim) == ("nomic-embed-text", DIM)
+    reopened.check_model("nomic-embed-text", DIM)
+    with pytest.raises(InvalidInput) as err:
+        reopened.check_model("all-minilm", 384)
+    msg = str(err.value)
+    assert err.value.exit_code == 6
+    assert "nomic-embed-text" in msg and "all-minilm" in msg
+    assert "localgpt ingest --force -C notes" in msg
+    with pytest.raises(InvalidInput):
+        reopened.set_model("all-minilm")
+    with pytest.raises(InvalidInput):  # a vector of another dimension cannot be stored
+        reopened.replace_document("d2", make_chunks("d2", ["y"]), [[0.1] * (DIM + 1)])
+
+
+def test_keyword_search_works_without_vectors(coll):
+    coll.replace_document("d1", make_chunks("d1", ["the vpn setup guide", "printer drivers"]))
+    hits = coll.keyword_search("vpn", 5)
+    assert [h.chunk_id for h in hits] == ["d1:0"]
+    assert hits[0].score > 0
+    assert coll.vector_search([0.0] * DIM, 5) == []  # no vector column yet: nothing, no error
+
+
+def test_keyword_query_with_operators_and_quotes_does_not_fail(coll):
+    coll.replace_document("d1", make_chunks("d1", ["what's new in C++ (really) AND:more"]))
+    assert [h.chunk_id for h in coll.keyword_search("what's \"C++ (really AND:", 5)] == ["d1:0"]
+
+
+def test_fts_index_stays_current_after_replace(coll):
+    coll.replace_document("d1", make_chunks("d1", ["zebra crossing"]))
+    coll.optimize()  # fold the rows into the FTS index
+    fts = [i for i in coll.indexes() if i.type == "FTS"][0]
+    assert fts.indexed_rows == 1 and fts.unindexed_rows == 0
+    coll.replace_document("d1", make_chunks("d1", ["giraffe crossing"]))
+    assert [h.chunk.text for h in coll.keyword_search("giraffe", 5)] == ["giraffe crossing"]
+    assert coll.keyword_search("zebra", 5) == []
+    coll.optimize()
+    assert [h.chunk.text for h in coll.keyword_search("giraffe", 5)] == ["giraffe crossing"]
+    assert coll.keyword_search("zebra", 5) == []
+
+
+def test_optimize_compacts_fragments(coll):
+    for i in range(12):
+        coll.replace_document(f"d{i}", make_chunks(f"d{i}", [f"text {i}"]), unit_vectors(1, i))
+    assert coll.stats().fragments == 12
+    coll.optimize()
+    stats = coll.stats()
+    assert stats.fragments == 1
+    assert stats.rows == 12 and stats.documents == 12 and stats.pending == 0
+    assert stats.bytes and stats.bytes > 0
+    assert coll.keyword_search("text", 20) and len(coll.vector_search(unit_vectors(1)[0], 20)) == 12
+
+
+@pytest.mark.parametrize("name", ["", "a b", "../x", "x" * 65, "naïve", "a.b"])
+def test_collection_name_validated(tmp_path, name):
+    with pytest.raises(UsageError):
+        open_store(tmp_path).collection(name, create=True)
+
+
+def test_missing_collection_and_listing(tmp_path):
+    store = open_store(tmp_path / "db")
+    with pytest.raises(NotFound):
+        store.collection("nope")
+    store.collection("b-2", create=True)
+    coll = store.collection("a_1", create=True, dim=DIM)
+    coll.set_model("m", DIM)
+    coll.replace_document("d", make_chunks("d", ["x"]), unit_vectors(1))
+    infos = store.collections()
+    assert [(i.name, i.rows, i.model, i.dim) for i in infos] == [
+        ("a_1", 1, "m", DIM),
+        ("b-2", 0, None, None),
+    ]
+    store.drop_collection("b-2")
+    assert [i.name for i in store.collections()] == ["a_1"]
+
+
+def _clustered(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((16, DIM))
+    x = centres[rng.integers(0, 16, n)] + 0.3 * rng.standard_normal((n, DIM))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.slow
+def test_vector_index_built_above_threshold_and_new_rows_found(coll):
+    data = _clustered(600, seed=1)
+    for d in range(6):
+        chunks = make_chunks(f"d{d}", [f"chunk {d} {i}" for i in range(100)])
+        coll.replace_document(f"d{d}", chunks, data[d * 100 : (d + 1) * 100].tolist())
+    assert coll.ensure_indexes(min_rows=1000) is False
+    assert not coll.has_vector_index()
+    assert coll.ensure_indexes(min_rows=500) is True
+    assert coll.has_vector_index()
+    assert coll.ensure_indexes(min_rows=500) is False  # already there
+
+    # rows added after the index must still be found, before and after optimize()
+    fresh = _clustered(5, seed=99)
+    coll.replace_document(
+        "new", make_chunks("new", [f"fresh {i}" for i in range(5)]), fresh.tolist()
+    )
+    for _ in range(2):
+        for i, v in enumerate(fresh):
+            top = coll.vector_search(v.tolist(), 3)
+            assert top[0].chunk_id == f"new:{i}"
+            assert top[0].score == pytest.approx(1.0, abs=1e-3)
+        coll.optimize()
+    vec_index = [i for i in coll.indexes() if i.name == "vector_idx"][0]
+    assert vec_index.indexed_rows == 605 and vec_index.unindexed_rows == 0
