@@ -1,0 +1,61 @@
+"""Shared pytest fixtures. Add yours below the existing sections, each with a header."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.standin import StandIn
+
+# --- Environment isolation and the Ollama stand-in (tests/standin.py) -----------------------
+
+# Settings a developer's shell may carry that would leak into a test run.
+_LEAKY_ENV = (
+    "OLLAMA_API_KEY",
+    "LOCALGPT_MODEL",
+    "LOCALGPT_EMBED_MODEL",
+    "LOCALGPT_DB",
+    "LOCALGPT_COLLECTION",
+    "LOCALGPT_CONFIG",
+)
+
+
+def _closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released), so a test without a
+    server gets 'connection refused' instead of reaching a real Ollama on 11434."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every path the CLI writes to under tmp_path; returns the folder holding them."""
+    root = tmp_path / "env"
+    for var, sub in (
+        ("LOCALGPT_HOME", "localgpt"),
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_CACHE_HOME", "cache"),
+        ("XDG_DATA_HOME", "data"),
+    ):
+        folder = root / sub
+        folder.mkdir(parents=True)
+        monkeypatch.setenv(var, str(folder))
+    for var in _LEAKY_ENV:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{_closed_port()}")
+    return root
+
+
+@pytest.fixture
+def standin(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
+    """A running Ollama stand-in with OLLAMA_HOST pointing at it, in an isolated env."""
+    server = StandIn().start()
+    monkeypatch.setenv("OLLAMA_HOST", server.url)
+    try:
+        yield server
+    finally:
+        server.stop()
