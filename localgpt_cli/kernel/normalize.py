@@ -145,7 +145,6 @@ class Normalizer:
             if at >= 0:
                 before, buf = buf[:at], buf[at + len(tag) :]
                 if self._in_think:
-                    self._strip_leading = False
                     self._emit_thought(before, out)
                     # The answer after a think block starts with the model's blank lines.
                     self._strip_leading = True

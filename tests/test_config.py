@@ -1,0 +1,103 @@
+"""Settings precedence, OLLAMA_HOST forms, the config file, and -o option typing."""
+
+from __future__ import annotations
+
+import pytest
+
+from localgpt_cli.config import load_settings, normalize_host
+from localgpt_cli.errors import InvalidInput, UsageError
+from localgpt_cli.llm.options import parse_options
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for var in ("OLLAMA_HOST", "LOCALGPT_MODEL", "LOCALGPT_HOME", "LOCALGPT_EMBED_MODEL",
+                "LOCALGPT_DB", "LOCALGPT_COLLECTION", "LOCALGPT_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("raw", "url"),
+    [
+        ("localhost", "http://localhost:11434"),
+        ("example.com:8080", "http://example.com:8080"),
+        (":9999", "http://127.0.0.1:9999"),
+        ("http://gpu-box:11434", "http://gpu-box:11434"),
+        ("https://ollama.example.com", "https://ollama.example.com:443"),
+        ("https://proxy.example.com/ollama/", "https://proxy.example.com:443/ollama"),
+        ("0.0.0.0", "http://127.0.0.1:11434"),
+        ("0.0.0.0:1234", "http://127.0.0.1:1234"),
+        ("[::1]:4000", "http://[::1]:4000"),
+        ("::", "http://[::1]:11434"),
+        ("", "http://127.0.0.1:11434"),
+    ],
+)
+def test_ollama_host_forms(raw, url):
+    assert normalize_host(raw) == url
+
+
+@pytest.mark.parametrize("raw", ["ftp://x", "host:port"])
+def test_bad_hosts_are_usage_errors(raw):
+    with pytest.raises(UsageError):
+        normalize_host(raw)
+
+
+def test_precedence_flag_env_file_default(clean_env, monkeypatch):
+    cfg = clean_env / "cfg" / "localgpt"
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text('model = "from-file"\nembed_model = "file-embed"\nwindow = 8\n')
+    monkeypatch.setenv("LOCALGPT_MODEL", "from-env")
+    s = load_settings({"model": None})
+    assert (s.model, s.sources["model"]) == ("from-env", "env LOCALGPT_MODEL")
+    assert s.embed_model == "file-embed" and s.sources["embed_model"].startswith("file ")
+    assert s.window == 8
+    assert s.sources["collection"] == "default"
+    s = load_settings({"model": "from-flag"})
+    assert (s.model, s.sources["model"]) == ("from-flag", "flag")
+
+
+def test_home_and_db_follow_localgpt_home(clean_env, monkeypatch):
+    monkeypatch.setenv("LOCALGPT_HOME", str(clean_env / "h"))
+    s = load_settings()
+    assert s.home == str(clean_env / "h")
+    assert s.db == str(clean_env / "h" / "lancedb")
+    monkeypatch.delenv("LOCALGPT_HOME")
+    assert load_settings().home == str(clean_env / "data" / "localgpt")
+
+
+def test_bad_config_file_is_a_clear_error(clean_env):
+    cfg = clean_env / "cfg" / "localgpt"
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text("model = \n")
+    with pytest.raises(InvalidInput, match="config.toml"):
+        load_settings()
+    (cfg / "config.toml").write_text('modle = "x"\n')
+    with pytest.raises(InvalidInput, match="modle"):
+        load_settings()
+    (cfg / "config.toml").write_text('window = "many"\n')
+    with pytest.raises(InvalidInput, match="window"):
+        load_settings()
+
+
+def test_options_are_typed():
+    opts = parse_options([("temperature", "0.2"), ("num_ctx", "8192"), ("seed", "7"),
+                          ("stop", "###"), ("stop", "\n\n"), ("use_mmap", "false")])
+    assert opts == {"temperature": 0.2, "num_ctx": 8192, "seed": 7, "stop": ["###", "\n\n"],
+                    "use_mmap": False}
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        (("temperature", "hot"), "expects a number"),
+        (("num_ctx", "8k"), "expects an integer"),
+        (("use_mmap", "maybe"), "true or false"),
+        (("temprature", "0"), "Unknown model option 'temprature'"),
+    ],
+)
+def test_bad_options_are_usage_errors(pair, message):
+    with pytest.raises(UsageError, match=message):
+        parse_options([pair])
