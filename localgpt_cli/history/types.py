@@ -1,0 +1,108 @@
+"""What the history store hands out: conversations, messages, search hits.
+
+Each has `to_record()`, the flat dict written as one NDJSON line by `history --json`
+(the record shapes are part of the output contract, PROTOCOL.md). Times are ISO 8601
+UTC strings with milliseconds, e.g. "2026-11-22T19:42:58.123Z"; they sort as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """One line of `history list`: enough to recognise a conversation, nothing more."""
+
+    id: str
+    title: str | None
+    model: str
+    messages: int
+    created_at: str
+    updated_at: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "type": "conversation",
+            "id": self.id,
+            "title": self.title,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "messages": self.messages,
+            "model": self.model,
+        }
+
+
+@dataclass(frozen=True)
+class Conversation(ConversationSummary):
+    """A conversation with its free-form metadata (the summary's record, same shape)."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One stored message.
+
+    `thinking` is kept apart from `content` so that the answer text (what the `token`
+    packets spelled out) is stored byte for byte. `metadata` holds what the turn
+    knew: by convention `sources`, `used_tools`, `usage`, `timings`, and `done_reason`
+    (`stop`, `length`, `max_iterations`, `aborted`, `error`), with `error`
+    ({"code", "message"}) when the answer ended in one.
+    """
+
+    id: str
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    thinking: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_name: str | None
+    tool_call_id: str | None
+    metadata: dict[str, Any]
+    created_at: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "seq": self.seq,
+            "role": self.role,
+            "content": self.content,
+            "thinking": self.thinking,
+            "tool_calls": self.tool_calls,
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "metadata": self.metadata,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A message that matched `history search`, with the matching words marked."""
+
+    rank: int
+    conversation_id: str
+    title: str | None
+    message_id: str
+    seq: int
+    role: str
+    snippet: str
+    created_at: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "type": "search_hit",
+            "rank": self.rank,
+            "conversation_id": self.conversation_id,
+            "title": self.title,
+            "message_id": self.message_id,
+            "seq": self.seq,
+            "role": self.role,
+            "snippet": self.snippet,
+            "created_at": self.created_at,
+        }
