@@ -1,0 +1,307 @@
+"""The file tools: `read_file` and `list_directory`, confined to allowed folders.
+
+A model can be talked into asking for `~/.ssh/id_rsa` by any document it reads, so the
+sandbox decides on the *resolved* path: `..` and symlinks are resolved first, then the
+result must lie inside one of the allowed roots (by default the current directory and
+the roots of the ingested collection). System trees, devices, pipes and binaries are
+refused, and what comes back is capped with a visible marker so the model knows it saw
+only part of the file and how to ask for more.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from localgpt_cli.tools.base import Tool, ToolError
+
+DEFAULT_MAX_CHARS = 20_000
+MAX_CHARS_LIMIT = 100_000
+MAX_READ_BYTES = 16 * 1024 * 1024
+MAX_ENTRIES = 200
+SNIFF_BYTES = 8192
+SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path.is_relative_to(root)
+
+
+class Sandbox:
+    """Allowed roots, and the one place that turns a model's path into a real one."""
+
+    def __init__(self, roots: Sequence[Path | str], base: Path | str | None = None):
+        self.base = Path(base) if base is not None else Path.cwd()
+        resolved: list[Path] = []
+        for root in roots:
+            real = Path(os.path.realpath(Path(root).expanduser()))
+            if real not in resolved:
+                resolved.append(real)
+        self.roots = tuple(resolved)
+
+    def roots_text(self) -> str:
+        return ", ".join(str(r) for r in self.roots) or "none configured"
+
+    def refuse(self, path: str, why: str) -> ToolError:
+        return ToolError(f"refused: {path} {why}; allowed folders: {self.roots_text()}")
+
+    def resolve(self, path: str) -> Path:
+        """The real path behind `path`, or a ToolError if it leaves the sandbox."""
+        if not path.strip():
+            raise ToolError("the path is empty")
+        if "\x00" in path:
+            raise self.refuse(repr(path), "contains a NUL byte")
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.base / candidate
+        real = Path(os.path.realpath(candidate))
+        if any(_is_within(real, tree) for tree in SYSTEM_TREES):
+            raise self.refuse(path, "is in a system folder (/proc, /sys, /dev)")
+        if not any(_is_within(real, root) for root in self.roots):
+            raise self.refuse(path, "is outside the allowed folders")
+        return real
+
+
+def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result]:
+    """Open a sandboxed path for reading, refusing anything but a regular file.
+
+    The type check is made on the opened descriptor, so a file swapped for a FIFO or a
+    device between check and use is still caught; O_NONBLOCK keeps a FIFO from hanging.
+    """
+    real = sandbox.resolve(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {path}") from None
+    except PermissionError:
+        raise ToolError(f"permission denied: {path}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot open {path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is a directory: use list_directory to see what it holds")
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise sandbox.refuse(path, "is not a regular file (device, pipe or socket)")
+    return os.fdopen(fd, "rb"), info
+
+
+def _page_of(text: str, page: int | None, max_chars: int, total_note: str) -> str:
+    """One window of `max_chars` characters, with a marker when the text goes on."""
+    total = len(text)
+    pages = max(1, math.ceil(total / max_chars))
+    number = page or 1
+    if number > pages:
+        raise ToolError(
+            f"page {number} is out of range: the text has {pages} page(s) of "
+            f"{max_chars} characters"
+        )
+    start = (number - 1) * max_chars
+    part = text[start : start + max_chars]
+    if pages == 1 and not total_note:
+        return part
+    shown = f"{len(part)}" if number == 1 else f"characters {start + 1}-{start + len(part)}"
+    more = f"; pass page={number + 1} to continue" if number < pages else ""
+    return (
+        f"{part}\n[… truncated: showed {shown} of {total} characters{total_note} "
+        f"(page {number} of {pages}){more}]"
+    )
+
+
+def _human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def _read_pdf(fh: BinaryIO, path: str, page: int | None, max_chars: int) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(fh)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ToolError(f"{path} is an encrypted PDF")
+        count = len(reader.pages)
+        if page is not None:
+            if page > count:
+                raise ToolError(f"page {page} is out of range: {path} has {count} page(s)")
+            text = reader.pages[page - 1].extract_text() or ""
+            if not text.strip():
+                return f"[page {page} of {path} has no extractable text]"
+            return _cut(text, max_chars, f"page {page} of {count}")
+        parts = [
+            f"--- page {i} ---\n{p.extract_text() or ''}" for i, p in enumerate(reader.pages, 1)
+        ]
+    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        raise ToolError(f"cannot read PDF {path}: {exc}") from None
+    return _cut("\n".join(parts), max_chars, f"a {count}-page PDF; pass page=N to read page N")
+
+
+def _cut(text: str, max_chars: int, what: str) -> str:
+    if len(text) <= max_chars:
+        return text
+    marker = f"[… truncated: showed {max_chars} of {len(text)} characters, {what}]"
+    return f"{text[:max_chars]}\n{marker}"
+
+
+def read_file(
+    sandbox: Sandbox, path: str, page: int | None = None, max_chars: int = DEFAULT_MAX_CHARS
+) -> str:
+    """Text of a file in the sandbox (PDF text by page), capped at `max_chars`."""
+    fh, info = _open_regular(sandbox, path)
+    with fh:
+        head = fh.read(SNIFF_BYTES)
+        if head.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
+            fh.seek(0)
+            return _read_pdf(fh, path, page, max_chars)
+        if b"\x00" in head:
+            raise ToolError(
+                f"refused: {path} looks like a binary file ({_human_size(info.st_size)}); "
+                "only text and PDF files can be read"
+            )
+        data = (head + fh.read(max(0, MAX_READ_BYTES - len(head))))[:MAX_READ_BYTES]
+    text = data.decode("utf-8-sig", errors="replace")
+    note = ""
+    if info.st_size > MAX_READ_BYTES:
+        note = (
+            f" read from the first {_human_size(MAX_READ_BYTES)} of a "
+            f"{_human_size(info.st_size)} file"
+        )
+    return _page_of(text, page, max_chars, note)
+
+
+def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False) -> str:
+    """Entries of a sandboxed directory: name, type and size, hidden ones on request."""
+    real = sandbox.resolve(path)
+    if not real.exists():
+        raise ToolError(f"no such directory: {path}")
+    if not real.is_dir():
+        raise ToolError(f"{path} is not a directory: use read_file to read it")
+    try:
+        with os.scandir(real) as it:
+            entries = list(it)
+    except PermissionError:
+        raise ToolError(f"permission denied: {path}") from None
+    hidden = sum(1 for e in entries if e.name.startswith("."))
+    if not show_hidden:
+        entries = [e for e in entries if not e.name.startswith(".")]
+    entries.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()))
+    lines = [f"{real} ({len(entries)} entries"]
+    if hidden and not show_hidden:
+        lines[0] += f"; {hidden} hidden not shown, pass show_hidden=true to see them"
+    lines[0] += ")"
+    for entry in entries[:MAX_ENTRIES]:
+        lines.append(_entry_line(entry))
+    if len(entries) > MAX_ENTRIES:
+        lines.append(f"[… truncated: showed {MAX_ENTRIES} of {len(entries)} entries]")
+    return "\n".join(lines)
+
+
+def _entry_line(entry: os.DirEntry[str]) -> str:
+    try:
+        if entry.is_symlink():
+            return f"link  {entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            return f"dir   {entry.name}/"
+        if entry.is_file(follow_symlinks=False):
+            size = entry.stat(follow_symlinks=False).st_size
+            return f"file  {entry.name}  ({_human_size(size)})"
+    except OSError:
+        pass
+    return f"other {entry.name}"
+
+
+def file_tools(
+    roots: Sequence[Path | str],
+    base: Path | str | None = None,
+    default_max_chars: int = DEFAULT_MAX_CHARS,
+) -> list[Tool]:
+    """`read_file` and `list_directory` over one sandbox."""
+    sandbox = Sandbox(roots, base)
+    where = f"Allowed folders: {sandbox.roots_text()}."
+
+    def run_read(args: dict[str, Any]) -> str:
+        return read_file(
+            sandbox, args["path"], args.get("page"), args.get("max_chars", default_max_chars)
+        )
+
+    def run_list(args: dict[str, Any]) -> str:
+        return list_directory(sandbox, args.get("path", "."), args.get("show_hidden", False))
+
+    read = Tool(
+        name="read_file",
+        description=(
+            "Read a text or PDF file and return its text. Long files come back in pages "
+            f"of max_chars characters (default {default_max_chars}); PDFs by page. "
+            f"Relative paths start in {sandbox.base}. {where}"
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "file path, relative or absolute"},
+                "page": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "PDF page number, or for text the part of max_chars "
+                    "characters to read (default 1)",
+                },
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": 100,
+                    "maximum": MAX_CHARS_LIMIT,
+                    "default": default_max_chars,
+                    "description": f"characters to return at most (default {default_max_chars})",
+                },
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        handler=run_read,
+        examples=(
+            "read the file notes/todo.md",
+            "what does README.md say about installation?",
+            "show me page 3 of report.pdf",
+        ),
+        core=True,
+    )
+    listing = Tool(
+        name="list_directory",
+        description=(
+            "List the files and folders in a directory with their sizes. "
+            f"Relative paths start in {sandbox.base}. {where}"
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "default": ".",
+                    "description": "directory to list (default: the current directory)",
+                },
+                "show_hidden": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "include names starting with a dot (default false)",
+                },
+            },
+            "additionalProperties": False,
+        },
+        handler=run_list,
+        examples=(
+            "what files are in this folder?",
+            "list the contents of the docs directory",
+            "which PDFs do I have in reports/?",
+        ),
+        core=True,
+    )
+    return [read, listing]
