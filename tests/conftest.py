@@ -52,10 +52,15 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def standin(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
-    """A running Ollama stand-in with OLLAMA_HOST pointing at it, in an isolated env."""
+    """A running Ollama stand-in with OLLAMA_HOST pointing at it, in an isolated env.
+
+    Teardown fails the test if the stand-in itself crashed, so a stand-in bug never
+    passes for a CLI bug (or hides one).
+    """
     server = StandIn().start()
     monkeypatch.setenv("OLLAMA_HOST", server.url)
     try:
         yield server
     finally:
         server.stop()
+    assert not server.errors, "the Ollama stand-in crashed:\n" + "\n".join(server.errors)

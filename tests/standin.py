@@ -349,6 +349,8 @@ class StandIn:
 
     def script(self, *replies: Reply, model: str | None = None) -> None:
         """Queue replies for the next /api/chat generations (FIFO), for one model or any."""
+        for reply in replies:
+            _check_reply(reply)
         key = normalize_name(model) if model else None
         with self._lock:
             self._queues.setdefault(key, deque()).extend(replies)
@@ -541,6 +543,7 @@ _DEFAULT_MODELS: tuple[tuple[Any, ...], ...] = (
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # concurrency tests open many connections at once
     standin: StandIn
 
     def server_bind(self) -> None:
@@ -782,7 +785,11 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("truncate") is False and max(counts) > spec.context_length:
             self._send_error(400, "the input length exceeds the context length")
             return
-        vectors = standin._embedder(spec)(texts)
+        try:
+            vectors = standin._embedder(spec)(texts)
+        except Exception as exc:  # a plugged-in model failing is a server error, as in Ollama
+            self._send_error(500, f"{type(exc).__name__}: {exc}")
+            return
         if len(vectors) != len(texts):
             raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} inputs")
         dims = body.get("dimensions")
@@ -832,7 +839,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         think = body.get("think")
         thinks = "thinking" in spec.capabilities
-        if think not in (None, False) and not thinks:
+        if think and not thinks:
             self._send_error(400, f'"{raw}" does not support thinking')
             return
         reply = standin._next_reply(spec.name) or standin._default_reply(raw)
@@ -953,6 +960,16 @@ _ROUTES: dict[tuple[str, str], Callable[[_Handler, dict], None]] = {
     ("POST", "/api/embed"): _Handler.embed,
     ("POST", "/api/chat"): _Handler.chat,
 }
+
+
+def _check_reply(reply: Reply) -> None:
+    """Fail at script time, in the test, rather than as a 500 in the middle of a chat."""
+    if not isinstance(reply, Reply):
+        raise TypeError(f"script() takes Reply objects, not {type(reply).__name__}")
+    for call in reply.tool_calls:
+        fn = call.get("function", call)
+        if not isinstance(fn.get("name"), str) or not isinstance(fn.get("arguments", {}), dict):
+            raise ValueError(f"tool call needs a str 'name' and dict 'arguments': {call!r}")
 
 
 def _steps(reply: Reply, *, thinking: bool) -> list[tuple[str, str]]:

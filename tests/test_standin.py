@@ -13,6 +13,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -175,6 +177,44 @@ def test_requests_are_recorded_as_the_client_sent_them(standin, client):
     assert rec.headers["user-agent"].startswith("ollama-python/")
 
 
+def test_script_rejects_malformed_replies(standin):
+    with pytest.raises(ValueError, match="name"):
+        standin.script(Reply(tool_calls=[{"arguments": {}}]))
+    with pytest.raises(TypeError):
+        standin.script("hello")  # type: ignore[arg-type]
+    assert standin.pending_replies == 0
+
+
+def test_delay_slows_the_stream_and_shows_in_durations(standin, client):
+    standin.script(Reply(content=["a", "b", "c"], delay=0.05))
+    start = time.perf_counter()
+    parts = list(client.chat(model="llama3.2", messages=HI, stream=True))
+    assert time.perf_counter() - start >= 0.15  # two gaps between chunks, one before done
+    assert parts[-1].eval_duration >= 150_000_000
+    assert parts[-1].total_duration >= parts[-1].eval_duration
+
+
+def test_parallel_streams_are_served_concurrently(standin, client):
+    for i in range(6):
+        standin.script(Reply(content=[f"m{i}", "-", "x"], delay=0.05), model=f"m{i}")
+        standin.add_model(f"m{i}", capabilities=("completion",))
+    start = time.perf_counter()
+    with ThreadPoolExecutor(6) as pool:
+        texts = list(
+            pool.map(
+                lambda i: "".join(
+                    p.message.content
+                    for p in ollama.Client(host=standin.url).chat(
+                        model=f"m{i}", messages=HI, stream=True
+                    )
+                ),
+                range(6),
+            )
+        )
+    assert texts == [f"m{i}-x" for i in range(6)]
+    assert time.perf_counter() - start < 0.15 * 6  # not one after the other
+
+
 # --- failures -----------------------------------------------------------------------------
 
 
@@ -316,6 +356,16 @@ def test_embedder_is_pluggable_and_failures_can_be_injected(standin, client):
     assert (standin.embed_calls, standin.embed_inputs) == (3, 4)
 
 
+def test_failing_embedder_is_a_500(standin, client):
+    def broken(texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("model file corrupt")
+
+    standin.set_embedder("nomic-embed-text", broken)
+    with pytest.raises(ollama.ResponseError) as info:
+        client.embed(model="nomic-embed-text", input="x")
+    assert info.value.status_code == 500 and "model file corrupt" in info.value.error
+
+
 def test_embed_too_long_without_truncation_is_400(standin, client):
     standin.add_model("tiny-embed", capabilities=("embedding",), context_length=4)
     with pytest.raises(ollama.ResponseError) as info:
@@ -411,7 +461,7 @@ def test_closing_the_stream_early_counts_a_disconnect(standin, client):
         assert next(stream).message.content == "w0 "
     assert standin.wait_for_disconnects(1, timeout=3)
     assert standin.disconnects == 1
-    # the server stopped generating: the next request is served at once
+    # the stand-in is still healthy after the cut
     assert client.chat(model="llama3.2", messages=HI).message.content
 
 
