@@ -301,14 +301,20 @@ class OllamaClient:
 
     def pull(self, model: str) -> Iterator[dict[str, Any]]:
         """Yield pull progress as dicts: status, digest, total, completed."""
-        with self._errors(model):
-            for p in self.client.pull(model, stream=True):
-                yield {
-                    "status": p.status,
-                    "digest": p.digest,
-                    "total": p.total,
-                    "completed": p.completed,
-                }
+        try:
+            with self._errors(model):
+                for p in self.client.pull(model, stream=True):
+                    yield {
+                        "status": p.status,
+                        "digest": p.digest,
+                        "total": p.total,
+                        "completed": p.completed,
+                    }
+        except ModelError as exc:
+            # The registry's "file does not exist" arrives as an error line mid-stream.
+            if "does not exist" in exc.message or "not found" in exc.message:
+                raise ModelNotFound(f"Model {model!r} is not in the registry.") from exc
+            raise
 
     # -- embeddings ------------------------------------------------------------
 
