@@ -280,9 +280,9 @@ class StandIn:
         self._connections: set[socket.socket] = set()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._custom_embed_lock = threading.Lock()
         for spec in _DEFAULT_MODELS:
             self._put_model(*spec)
-        self._defaults_in_place = True
 
     # --- scripting -------------------------------------------------------------------
 
@@ -345,7 +345,6 @@ class StandIn:
         )
         with self._lock:
             self._models[spec.name] = spec
-            self._defaults_in_place = False
 
     def script(self, *replies: Reply, model: str | None = None) -> None:
         """Queue replies for the next /api/chat generations (FIFO), for one model or any."""
@@ -476,11 +475,17 @@ class StandIn:
     def _embedder(self, spec: ModelSpec) -> Embedder:
         with self._lock:
             custom = self._embedders.get(spec.name)
-        if custom is not None:
-            return custom
-        return lambda texts: hashed_embeddings(
-            texts, spec.embedding_length, max_tokens=spec.context_length
-        )
+        if custom is None:
+            return lambda texts: hashed_embeddings(
+                texts, spec.embedding_length, max_tokens=spec.context_length
+            )
+
+        def serialised(texts: list[str]) -> list[list[float]]:
+            # Plugged-in models (MiniLM) load lazily and need not be thread-safe.
+            with self._custom_embed_lock:
+                return custom(texts)
+
+        return serialised
 
     def _load(self, spec: ModelSpec, keep_alive: Any, num_ctx: Any) -> None:
         seconds = _parse_keep_alive(keep_alive)
@@ -1066,6 +1071,17 @@ def _show_body(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
+def _import_embedder(plug: str, parser: argparse.ArgumentParser) -> tuple[str, Embedder]:
+    model, _, target = plug.partition("=")
+    module_name, _, attr = target.partition(":")
+    if not (model and module_name and attr):
+        parser.error(f"--embedder wants MODEL=MODULE:FACTORY, got {plug!r}")
+    import importlib
+
+    made = getattr(importlib.import_module(module_name), attr)()
+    return model, made.embed if hasattr(made, "embed") else made
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.standin", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
@@ -1076,8 +1092,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="every chat reply is N content chunks, sent as fast as possible",
     )
     parser.add_argument("--chunk-text", default="tok ", help="text of each --tokens chunk")
+    parser.add_argument(
+        "--embedder",
+        action="append",
+        default=[],
+        metavar="MODEL=MODULE:FACTORY",
+        help="plug a real embedder, e.g. all-minilm=tests.embedder.minilm:MiniLM "
+        "(FACTORY() gives an object with .embed(texts) or a callable)",
+    )
     args = parser.parse_args(argv)
-    standin = StandIn(port=args.port, tokens=args.tokens, chunk_text=args.chunk_text).start()
+    standin = StandIn(port=args.port, tokens=args.tokens, chunk_text=args.chunk_text)
+    for plug in args.embedder:
+        model, fn = _import_embedder(plug, parser)
+        standin.set_embedder(model, fn)
+    standin.start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
