@@ -1,0 +1,1 @@
+"""Benchmarks: run as `python -m tests.bench.<name>`; not collected by pytest."""
