@@ -1,0 +1,90 @@
+"""One file -> a ParsedDocument of Sections, whatever its format.
+
+`parse_file` is the only entry point ingest needs: it checks the size limit, picks the
+parser from the file name (`filetypes.detect_type`) and turns every way a file can be
+unreadable into an `InvalidInput` that names the file and the reason, so one bad file
+fails alone and the rest of an ingest run goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from localgpt_cli.errors import InvalidInput
+from localgpt_cli.rag.decode import decode_text
+from localgpt_cli.rag.filetypes import detect_type, is_binary, looks_binary
+from localgpt_cli.rag.types import ParsedDocument, Section
+
+__all__ = ["DEFAULT_MAX_BYTES", "detect_type", "is_binary", "parse_file"]
+
+DEFAULT_MAX_BYTES = 20_000_000
+
+
+def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
+    """Parse one file into sections; raise InvalidInput if it cannot or must not be read.
+
+    Error codes a caller may act on: `too_large`, `binary_file` (skip, not a failure),
+    `no_text` (a PDF with nothing to extract), `encrypted`, and `invalid_input` for
+    corrupt or unreadable files.
+    """
+    path = Path(path)
+    kind = detect_type(path)
+    if kind is None:
+        raise InvalidInput(f"{path}: binary file; skipped", code="binary_file")
+    doc_type, language = kind
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if size > max_bytes:
+        raise InvalidInput(
+            f"{path}: too large ({_megabytes(size, up=True)} MB > {_megabytes(max_bytes)} MB"
+            " limit;"
+            " raise with --max-file-size)",
+            code="too_large",
+        )
+    if doc_type == "pdf":
+        from localgpt_cli.rag.parse_pdf import parse_pdf
+
+        return parse_pdf(path)
+    if doc_type == "docx":
+        from localgpt_cli.rag.parse_docx import parse_docx
+
+        return parse_docx(path, max_bytes=max_bytes)
+
+    data = _read_bytes(path)
+    if looks_binary(data):
+        raise InvalidInput(f"{path}: binary file; skipped", code="binary_file")
+    if doc_type == "html":
+        from localgpt_cli.rag.parse_html import parse_html
+
+        return parse_html(path, data)
+    text, warning = decode_text(data)
+    del data
+    warnings = [warning] if warning else []
+    if doc_type == "markdown":
+        from localgpt_cli.rag.parse_markdown import markdown_sections
+
+        sections = markdown_sections(text)
+    else:
+        sections = [Section(text=text, line_start=1)] if text.strip() else []
+    return ParsedDocument(
+        path=str(path), type=doc_type, sections=sections, language=language, warnings=warnings
+    )
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def _megabytes(n: int, *, up: bool = False) -> str:
+    """20_000_000 -> "20", 25_300_000 -> "25.3": decimal MB, as people say file sizes.
+
+    A size over the limit rounds up, so 20_000_001 bytes reads "20.1 MB > 20 MB" rather
+    than the puzzling "20 MB > 20 MB".
+    """
+    tenths = -(-n // 100_000) if up else round(n / 100_000)
+    return f"{tenths / 10:.1f}".removesuffix(".0")

@@ -1,0 +1,88 @@
+"""Markdown/MDX -> one Section per heading, carrying the heading path and first line.
+
+A line-based scanner, not a Markdown renderer: retrieval needs the heading structure and
+exact line numbers, and the text itself is kept verbatim (markup and all) so that chunk
+line ranges point at the source. Only what changes the structure is recognised: front
+matter, ATX and setext headings, and fenced code blocks (whose `#` lines are code, not
+headings).
+"""
+
+from __future__ import annotations
+
+import re
+
+from localgpt_cli.rag.headings import DraftSection, HeadingTrail, finish_sections
+from localgpt_cli.rag.types import Section
+
+ATX_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*$")
+SETEXT_UNDERLINE = re.compile(r" {0,3}(={3,}|-{3,})[ \t]*$")
+# A line that cannot be the text of a setext heading: list item, quote, table, HTML,
+# indented code. "- item\n---" is a list and a rule, not a heading.
+NOT_PARAGRAPH = re.compile(r"(?: {4}|\t| {0,3}(?:[-+*>|<]|\d+[.)])(?:[ \t]|$))")
+FRONT_MATTER_FENCES = {"---": ("---", "..."), "+++": ("+++",)}
+
+
+def markdown_sections(text: str) -> list[Section]:
+    """Split Markdown into sections at headings (headings inside code fences excluded)."""
+    lines = text.split("\n")
+    trail = HeadingTrail()
+    drafts: list[DraftSection] = []
+    first = _front_matter_end(lines)
+    current = DraftSection(None, first + 1)
+    fence: str | None = None
+    prev_is_paragraph_start = False
+    for i in range(first, len(lines)):
+        line = lines[i]
+        if fence is not None:
+            current.lines.append(line)
+            closing = FENCE_CLOSE.match(line)
+            if closing and closing[1][0] == fence[0] and len(closing[1]) >= len(fence):
+                fence = None
+            continue
+        opening = FENCE_OPEN.match(line)
+        if opening:
+            fence = opening[1]
+            current.lines.append(line)
+            prev_is_paragraph_start = False
+            continue
+        heading = ATX_HEADING.match(line)
+        if heading:
+            drafts.append(current)
+            path = trail.enter(len(heading[1]), heading[2] or "")
+            current = DraftSection(path, i + 1, [line], heading_lines=1)
+            prev_is_paragraph_start = False
+            continue
+        underline = SETEXT_UNDERLINE.match(line)
+        if underline and prev_is_paragraph_start:
+            title = current.lines.pop()
+            drafts.append(current)
+            level = 1 if underline[1][0] == "=" else 2
+            current = DraftSection(trail.enter(level, title), i, [title, line], heading_lines=2)
+            prev_is_paragraph_start = False
+            continue
+        # A setext heading's text must be a one-line paragraph: a text line after a
+        # blank line (or a heading, or the start of the section).
+        after_break = not current.lines or not current.lines[-1].strip()
+        after_break = after_break or len(current.lines) == current.heading_lines
+        prev_is_paragraph_start = (
+            after_break
+            and bool(line.strip())
+            and not NOT_PARAGRAPH.match(line)
+            and not SETEXT_UNDERLINE.match(line)
+        )
+        current.lines.append(line)
+    drafts.append(current)
+    return finish_sections(drafts)
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Index of the first line after YAML (---) or TOML (+++) front matter, else 0."""
+    closers = FRONT_MATTER_FENCES.get(lines[0].rstrip()) if lines else None
+    if not closers:
+        return 0
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in closers:
+            return i + 1
+    return 0
