@@ -187,8 +187,9 @@ def _matches(value: Any, kind: str) -> tuple[bool, Any]:
     return True, value  # a type this subset does not know: do not block the call
 
 
-def _check(value: Any, schema: Mapping[str, Any], where: str) -> Any:
+def _check(value: Any, schema: Mapping[str, Any], path: str) -> Any:
     """Check one value against a schema of the supported subset; return it normalised."""
+    where = f"argument '{path}'"
     kinds = schema.get("type")
     if kinds is not None:
         options = [kinds] if isinstance(kinds, str) else list(kinds)
@@ -199,9 +200,7 @@ def _check(value: Any, schema: Mapping[str, Any], where: str) -> Any:
                 break
         else:
             wanted = " or ".join(_TYPE_WORDS.get(k, k) for k in options)
-            raise ToolError(
-                f"{where} must be {wanted}, got {_type_name(value)} {_show(value)}"
-            )
+            raise ToolError(f"{where} must be {wanted}, got {_type_name(value)} {_show(value)}")
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(_show(v) for v in schema["enum"])
         raise ToolError(f"{where} must be one of {allowed}, got {_show(value)}")
@@ -211,9 +210,9 @@ def _check(value: Any, schema: Mapping[str, Any], where: str) -> Any:
         if "maximum" in schema and value > schema["maximum"]:
             raise ToolError(f"{where} must be at most {schema['maximum']}, got {value}")
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        value = [_check(item, schema["items"], f"{where}[{i}]") for i, item in enumerate(value)]
+        value = [_check(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, dict) and ("properties" in schema or "required" in schema):
-        value = _check_object(value, schema, prefix=f"{where}.")
+        value = _check_object(value, schema, prefix=f"{path}.")
     return value
 
 
@@ -225,14 +224,13 @@ def _check_object(value: dict[str, Any], schema: Mapping[str, Any], prefix: str)
     extra = schema.get("additionalProperties", True)
     result: dict[str, Any] = {}
     for name, item in value.items():
-        where = f"argument '{prefix}{name}'"
         if name in properties:
-            result[name] = _check(item, properties[name], where)
+            result[name] = _check(item, properties[name], f"{prefix}{name}")
         elif extra is False:
             expected = ", ".join(properties) or "none"
             raise ToolError(f"unknown argument '{prefix}{name}' (expected: {expected})")
         elif isinstance(extra, Mapping):
-            result[name] = _check(item, extra, where)
+            result[name] = _check(item, extra, f"{prefix}{name}")
         else:
             result[name] = item
     return result
@@ -248,7 +246,5 @@ def validate_arguments(tool: Tool, arguments: Mapping[str, Any] | None) -> dict[
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
-        raise ToolError(
-            f"arguments for {tool.name} must be an object, got {_type_name(arguments)}"
-        )
+        raise ToolError(f"arguments for {tool.name} must be an object, got {_type_name(arguments)}")
     return _check_object(dict(arguments), tool.parameters, prefix="")

@@ -28,18 +28,58 @@ Number = int | float
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     name: getattr(math, name)
     for name in (
-        "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-        "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-        "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-        "degrees", "radians", "hypot", "floor", "ceil", "trunc", "fabs", "fmod",
-        "copysign", "gcd", "lcm", "isqrt", "erf", "erfc", "gamma", "lgamma",
-        "factorial", "comb", "perm", "pow",
+        "sqrt",
+        "cbrt",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "sinh",
+        "cosh",
+        "tanh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "degrees",
+        "radians",
+        "hypot",
+        "floor",
+        "ceil",
+        "trunc",
+        "fabs",
+        "fmod",
+        "copysign",
+        "gcd",
+        "lcm",
+        "isqrt",
+        "erf",
+        "erfc",
+        "gamma",
+        "lgamma",
+        "factorial",
+        "comb",
+        "perm",
+        "pow",
     )
     if hasattr(math, name)  # cbrt and exp2 are 3.11+
 }
 _FUNCTIONS.update({"abs": abs, "round": round, "min": min, "max": max})
 _CONSTANTS: dict[str, float] = {
-    "pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan,
+    "pi": math.pi,
+    "e": math.e,
+    "tau": math.tau,
+    "inf": math.inf,
+    "nan": math.nan,
 }
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -80,9 +120,7 @@ def _allowed_names() -> str:
 
 def _check_size(value: Any) -> Any:
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-        raise ToolError(
-            f"result too large: more than {MAX_INT_BITS} bits (about 3000 digits)"
-        )
+        raise ToolError(f"result too large: more than {MAX_INT_BITS} bits (about 3000 digits)")
     return value
 
 

@@ -99,8 +99,7 @@ def _page_of(text: str, page: int | None, max_chars: int, total_note: str) -> st
     number = page or 1
     if number > pages:
         raise ToolError(
-            f"page {number} is out of range: the text has {pages} page(s) of "
-            f"{max_chars} characters"
+            f"page {number} is out of range: the text has {pages} page(s) of {max_chars} characters"
         )
     start = (number - 1) * max_chars
     part = text[start : start + max_chars]

@@ -1,0 +1,178 @@
+"""The registry: every tool a turn may use, from built-ins, plugins and functions files.
+
+Tools meet here from three places with different trust: built-ins (ours), plugins
+(installed packages, entry point group `localgpt.tools`) and `--functions` files (named
+by the user on this command line). A broken plugin must not stop the CLI, so it becomes
+a warning; a broken functions file is the user's explicit input, so it is a UsageError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localgpt_cli.errors import NotFound, UsageError
+from localgpt_cli.tools.base import Tool
+from localgpt_cli.tools.calculator import calculator_tool
+from localgpt_cli.tools.documents import SearchFn, search_documents_tool
+from localgpt_cli.tools.files import DEFAULT_MAX_CHARS, file_tools
+from localgpt_cli.tools.functions import load_functions_file
+from localgpt_cli.tools.web import WebFetchFn, WebSearchFn, web_tools
+
+PLUGIN_GROUP = "localgpt.tools"
+
+
+class Registry:
+    """Tools by name, in the order they were added (built-ins first)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()):
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        """Add a tool; a name already taken is a UsageError naming both sources."""
+        taken = self._tools.get(tool.name)
+        if taken is not None:
+            raise UsageError(
+                f"Tool name {tool.name!r} from {tool.source} is already taken by {taken.source}.",
+                hint="Rename one of them.",
+            )
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called `name`, or None (the loop reports unknown names to the model)."""
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise NotFound(
+                f"No tool named {name!r}.", hint=f"Known tools: {', '.join(self._tools)}."
+            )
+        return tool
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def only(self, names: Sequence[str]) -> Registry:
+        """The registry restricted to `names` (`-T/--tool NAME`); unknown names fail."""
+        unknown = [n for n in names if n not in self._tools]
+        if unknown:
+            raise UsageError(
+                f"Unknown tool(s): {', '.join(unknown)}.",
+                hint=f"Known tools: {', '.join(self._tools)} (see `localgpt tools list`).",
+            )
+        return Registry(self._tools[n] for n in dict.fromkeys(names))
+
+    def to_ollama(self, tools: Iterable[Tool] | None = None) -> list[dict[str, Any]]:
+        """Ollama tool definitions for `tools` (default: all of them)."""
+        return [t.to_ollama() for t in (self if tools is None else tools)]
+
+
+@dataclass
+class ToolContext:
+    """What the built-in tools need from the session that offers them.
+
+    `file_roots` are added to the current directory (unless `include_cwd` is False) as
+    the folders read_file/list_directory may see, typically the ingested collection's
+    roots. `search` is the knowledge base as (query, k, collection) -> hits; without it
+    there is no search_documents. The web tools need both callables and an API key.
+    """
+
+    file_roots: Sequence[Path | str] = ()
+    include_cwd: bool = True
+    cwd: Path | None = None
+    read_max_chars: int = DEFAULT_MAX_CHARS
+    search: SearchFn | None = None
+    search_k: int = 5
+    ollama_api_key_set: bool = field(default_factory=lambda: bool(os.environ.get("OLLAMA_API_KEY")))
+    web_search: WebSearchFn | None = None
+    web_fetch: WebFetchFn | None = None
+
+
+def builtin_tools(context: ToolContext) -> list[Tool]:
+    """The built-ins this context can support, core ones first."""
+    cwd = context.cwd or Path.cwd()
+    roots = [cwd, *context.file_roots] if context.include_cwd else list(context.file_roots)
+    tools = [calculator_tool(), *file_tools(roots, cwd, context.read_max_chars)]
+    if context.search is not None:
+        tools.append(search_documents_tool(context.search, context.search_k))
+    if context.ollama_api_key_set and context.web_search and context.web_fetch:
+        tools.extend(web_tools(context.web_search, context.web_fetch))
+    return tools
+
+
+def builtin_registry(context: ToolContext) -> Registry:
+    return Registry(builtin_tools(context))
+
+
+def _plugin_tools(obj: Any, label: str) -> list[Tool]:
+    """Whatever an entry point gave (a Tool, a list, or a factory of either) as Tools."""
+    if callable(obj) and not isinstance(obj, Tool):
+        obj = obj()
+    items = [obj] if isinstance(obj, Tool) else obj
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"returned {type(obj).__name__}, not a Tool or a list of Tools")
+    tools = []
+    for item in items:
+        if not isinstance(item, Tool):
+            raise TypeError(f"returned {type(item).__name__} in its list, not a Tool")
+        tools.append(dataclasses.replace(item, source=label))
+    return tools
+
+
+def load_plugins(group: str = PLUGIN_GROUP) -> tuple[list[Tool], list[str]]:
+    """Tools from installed entry points, and one warning per plugin that failed."""
+    import importlib.metadata  # ~30 ms: only when plugins are wanted
+
+    tools: list[Tool] = []
+    warnings: list[str] = []
+    for ep in importlib.metadata.entry_points(group=group):
+        label = f"plugin:{ep.name}"
+        try:
+            tools.extend(_plugin_tools(ep.load(), label))
+        except Exception as exc:
+            warnings.append(
+                f"Tool plugin {ep.name!r} ({ep.value}) was skipped: {type(exc).__name__}: {exc}"
+            )
+    return tools, warnings
+
+
+def build_registry(
+    context: ToolContext,
+    *,
+    plugins: bool = True,
+    functions_files: Sequence[str | Path] = (),
+) -> tuple[Registry, list[str]]:
+    """Built-ins, then plugins, then functions files; returns warnings for stderr.
+
+    A plugin whose name clashes with an earlier tool is skipped with a warning; a clash
+    in a functions file is the user's to fix, so it raises UsageError.
+    """
+    registry = builtin_registry(context)
+    warnings: list[str] = []
+    if plugins:
+        found, warnings = load_plugins()
+        for tool in found:
+            try:
+                registry.add(tool)
+            except UsageError as exc:
+                warnings.append(f"{exc} The plugin's tool was skipped.")
+    for path in functions_files:
+        for tool in load_functions_file(path):
+            registry.add(tool)
+    return registry, warnings
