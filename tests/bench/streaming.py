@@ -66,9 +66,7 @@ def main() -> None:
         cases = {
             "ollama client, 15 lines": lambda: wall([sys.executable, "-c", BARE_CLIENT]),
             "localgpt chat --json": lambda: wall(
-                [sys.executable, "-m", "localgpt_cli", "chat", "--json", "--no-save", "go"]
-                if "--no-save" in _chat_flags()
-                else [sys.executable, "-m", "localgpt_cli", "chat", "--json", "go"]
+                [sys.executable, "-m", "localgpt_cli", "chat", "--json", "go"]
             ),
             "localgpt chat (plain)": lambda: wall(
                 [sys.executable, "-m", "localgpt_cli", "chat", "go"]
