@@ -1,0 +1,221 @@
+"""Tool selection (tool-RAG): which of many enabled tools to offer on this turn.
+
+Every tool definition costs prompt tokens and small models choose worse among many, so
+beyond `limit` tools we send the core tools plus the `top_k` others whose text is
+closest to the user's message by cosine similarity. Tool vectors are cached on disk per
+embedding model and text hash, so a warm turn costs one query embedding and a
+matrix-vector product. Selection is an optimisation, never a reason to fail a turn:
+whatever goes wrong, all enabled tools are sent and a warning says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localgpt_cli.tools.base import Tool
+
+EmbedFn = Callable[[list[str]], list[list[float]]]
+DEFAULT_LIMIT = 12
+DEFAULT_TOP_K = 6
+MAX_CACHED_VECTORS = 5_000
+
+
+@dataclass
+class Selection:
+    """The tools to send, their names (for `done.used_tools`), how they were chosen.
+
+    `method` is "all" (no more than `limit` enabled), "semantic" or "fallback" (all
+    tools, because selection failed: `warning` says why).
+    """
+
+    tools: list[Tool]
+    offered_names: list[str]
+    method: str
+    warning: str | None = None
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def cache_file(cache_dir: Path, embed_model: str) -> Path:
+    """One file per embedding model: vectors from two models are not comparable."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", embed_model)[:60]
+    return cache_dir / f"tool-vectors-{slug}-{text_hash(embed_model)[:8]}.npz"
+
+
+class CacheUnreadable(Exception):
+    """The vector cache exists but cannot be read (permissions, I/O)."""
+
+
+class ToolVectorCache:
+    """Unit tool vectors keyed by text hash, in one .npz file written atomically."""
+
+    def __init__(self, path: Path, embed_model: str):
+        self.path = path
+        self.embed_model = embed_model
+        self.hashes: list[str] = []
+        self.vectors: Any = None  # numpy array (n, dim) of float32, unit rows
+        self.rebuilt_reason: str | None = None
+
+    def load(self) -> None:
+        """Read the file; a corrupt one is dropped (it is derived data) and noted."""
+        import numpy as np
+
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                hashes = [str(h) for h in data["hashes"]]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+                model = str(data["model"])
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if not self.path.is_file():  # a directory, a dangling link: cannot rebuild
+                raise CacheUnreadable(f"{self.path}: {exc}") from exc
+            if not os.access(self.path, os.R_OK):
+                raise CacheUnreadable(f"{self.path}: permission denied") from exc
+            self.discard(f"was unreadable ({exc})")
+            return
+        except Exception as exc:  # BadZipFile, ValueError, KeyError...: a damaged file
+            self.discard(f"was corrupt ({type(exc).__name__})")
+            return
+        if model != self.embed_model or vectors.ndim != 2 or len(hashes) != len(vectors):
+            self.discard("did not match its index")
+            return
+        self.hashes, self.vectors = hashes, vectors
+
+    def discard(self, reason: str) -> None:
+        self.hashes, self.vectors = [], None
+        self.rebuilt_reason = f"{self.path} {reason}; rebuilt it"
+
+    def lookup(self, hashes: Sequence[str], dim: int) -> tuple[Any, list[int]]:
+        """Rows for `hashes` (zero where missing) and the positions that are missing."""
+        import numpy as np
+
+        index = {h: i for i, h in enumerate(self.hashes)}
+        rows = np.zeros((len(hashes), dim), dtype=np.float32)
+        missing = []
+        for i, h in enumerate(hashes):
+            j = index.get(h)
+            if j is None:
+                missing.append(i)
+            else:
+                rows[i] = self.vectors[j]
+        return rows, missing
+
+    def add_and_save(self, hashes: Sequence[str], vectors: Any) -> None:
+        """Merge new unit vectors in and write the file (temp file + rename)."""
+        import numpy as np
+
+        if self.vectors is not None and self.vectors.shape[1] == vectors.shape[1]:
+            new = set(hashes)
+            keep = [i for i, h in enumerate(self.hashes) if h not in new]
+            all_hashes = [self.hashes[i] for i in keep] + list(hashes)
+            all_vectors = np.concatenate([self.vectors[keep], vectors])
+        else:  # first use, or the model now gives another dimension
+            all_hashes, all_vectors = list(hashes), vectors
+        all_hashes = all_hashes[-MAX_CACHED_VECTORS:]
+        all_vectors = all_vectors[-MAX_CACHED_VECTORS:]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tool-vectors-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(
+                    fh,
+                    hashes=np.array(all_hashes),
+                    vectors=all_vectors.astype(np.float32),
+                    model=np.array(self.embed_model),
+                )
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.hashes, self.vectors = all_hashes, all_vectors
+
+
+def _unit_rows(vectors: list[list[float]]) -> Any:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError(f"expected a list of vectors, got an array of shape {matrix.shape}")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def _fallback(tools: Sequence[Tool], why: str) -> Selection:
+    return Selection(
+        list(tools),
+        [t.name for t in tools],
+        "fallback",
+        f"Tool selection failed ({why}); offering all {len(tools)} enabled tools.",
+    )
+
+
+def select_tools(
+    registry_tools: Iterable[Tool],
+    user_message: str,
+    *,
+    embed: EmbedFn | None,
+    embed_model: str,
+    cache_dir: Path,
+    limit: int = DEFAULT_LIMIT,
+    top_k: int = DEFAULT_TOP_K,
+) -> Selection:
+    """Choose the tools for one turn: all of them, core + semantic top-K, or fallback.
+
+    `embed` embeds a list of texts (the caller batches it); it is called once for the
+    user message and, on a cold cache, once with every tool text missing from the cache.
+    """
+    tools = list(registry_tools)
+    if len(tools) <= limit:
+        return Selection(tools, [t.name for t in tools], "all")
+    if embed is None:
+        return _fallback(tools, "no embedding model available")
+    import numpy as np
+
+    core = [t for t in tools if t.core]
+    others = [t for t in tools if not t.core]
+    if not others:
+        return Selection(tools, [t.name for t in tools], "all")
+    cache = ToolVectorCache(cache_file(Path(cache_dir), embed_model), embed_model)
+    try:
+        cache.load()
+    except CacheUnreadable as exc:
+        return _fallback(tools, f"tool vector cache unreadable: {exc}")
+    notes = [cache.rebuilt_reason] if cache.rebuilt_reason else []
+    try:
+        query = _unit_rows(embed([user_message]))
+        if len(query) != 1:
+            raise ValueError(f"{len(query)} vectors for 1 query")
+        dim = query.shape[1]
+        if cache.vectors is not None and cache.vectors.shape[1] != dim:
+            cache.discard(f"held {cache.vectors.shape[1]}-dimensional vectors, not {dim}")
+            notes = [cache.rebuilt_reason]
+        hashes = [text_hash(t.selection_text()) for t in others]
+        rows, missing = cache.lookup(hashes, dim)
+        if missing:
+            new = _unit_rows(embed([others[i].selection_text() for i in missing]))
+            if new.shape != (len(missing), dim):
+                raise ValueError(f"got vectors of shape {new.shape} for {len(missing)} texts")
+            rows[missing] = new
+        scores = rows @ query[0]
+    except Exception as exc:
+        return _fallback(tools, f"{type(exc).__name__}: {exc}")
+    if missing:
+        try:
+            cache.add_and_save([hashes[i] for i in missing], new)
+        except OSError as exc:
+            notes.append(f"could not save the tool vector cache {cache.path}: {exc}")
+    best = np.argsort(-scores, kind="stable")[:top_k]
+    chosen = core + [others[int(i)] for i in best]
+    warning = "; ".join(notes) if notes else None
+    return Selection(chosen, [t.name for t in chosen], "semantic", warning)

@@ -1,0 +1,182 @@
+"""Tool selection: core + semantic top-K among many tools, the vector cache, the fallbacks."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from localgpt_cli.tools.selection import Selection, cache_file, select_tools
+from tests.bench.tool_selection import CountingEmbed, generated_tools
+
+QUERY = "convert currency: how many euros is 50 dollars?"
+DIM = 256
+
+
+def select(tools: list, embed: object, cache_dir: Path, **kw: object) -> Selection:
+    return select_tools(
+        tools, kw.pop("message", QUERY), embed=embed, embed_model="m", cache_dir=cache_dir, **kw
+    )  # type: ignore[arg-type]
+
+
+def test_core_tools_and_the_relevant_tool_are_offered(tmp_path: Path) -> None:
+    tools = generated_tools(200)
+    embed = CountingEmbed(DIM)
+    chosen = select(tools, embed, tmp_path)
+    assert chosen.method == "semantic" and chosen.warning is None
+    assert chosen.offered_names[:4] == ["core_0", "core_1", "core_2", "core_3"]
+    assert chosen.offered_names[4] == "convert_currency"  # the best match comes first
+    assert len(chosen.tools) == 4 + 6
+    assert [t.name for t in chosen.tools] == chosen.offered_names
+
+
+def test_another_query_selects_other_tools(tmp_path: Path) -> None:
+    tools = generated_tools(200)
+    message = "please archive the invoice with filters"
+    chosen = select(tools, CountingEmbed(DIM), tmp_path, message=message)
+    picked = chosen.offered_names[4:]
+    assert "convert_currency" not in picked
+    best = next(t for t in tools if t.name == picked[0])
+    assert message in best.examples
+
+
+def test_cold_cache_embeds_all_tool_texts_in_one_call(tmp_path: Path) -> None:
+    tools = generated_tools(200)
+    embed = CountingEmbed(DIM)
+    select(tools, embed, tmp_path)
+    assert embed.calls == 2
+    assert embed.texts[0] == [QUERY]
+    assert embed.texts[1] == [t.selection_text() for t in tools if not t.core]
+    assert len(embed.texts[1]) == 196
+    assert cache_file(tmp_path, "m").is_file()
+
+
+def test_warm_cache_embeds_only_the_query(tmp_path: Path) -> None:
+    tools = generated_tools(200)
+    first = select(tools, CountingEmbed(DIM), tmp_path)
+    embed = CountingEmbed(DIM)
+    again = select(tools, embed, tmp_path)
+    assert embed.texts == [[QUERY]]  # no tool text embedded again
+    assert again.offered_names == first.offered_names
+
+
+def test_a_changed_tool_is_the_only_one_embedded_again(tmp_path: Path) -> None:
+    tools = generated_tools(200)
+    select(tools, CountingEmbed(DIM), tmp_path)
+    tools[10].description = "A brand new description."
+    embed = CountingEmbed(DIM)
+    select(tools, embed, tmp_path)
+    assert embed.texts[1] == [tools[10].selection_text()]
+    third = CountingEmbed(DIM)
+    select(tools, third, tmp_path)
+    assert third.calls == 1
+
+
+def test_cache_is_per_embedding_model(tmp_path: Path) -> None:
+    tools = generated_tools(50)
+    select(tools, CountingEmbed(DIM), tmp_path)
+    other = CountingEmbed(DIM)
+    select_tools(tools, QUERY, embed=other, embed_model="other:latest", cache_dir=tmp_path)
+    assert other.calls == 2
+    assert cache_file(tmp_path, "m") != cache_file(tmp_path, "other:latest")
+
+
+def test_stored_vectors_are_unit_length(tmp_path: Path) -> None:
+    def unnormalised(texts: list[str]) -> list[list[float]]:
+        return [[3.0 * (i + 1), 4.0 * (i + 1)] for i in range(len(texts))]
+
+    select(generated_tools(30), unnormalised, tmp_path)
+    with np.load(cache_file(tmp_path, "m")) as data:
+        norms = np.linalg.norm(data["vectors"], axis=1)
+    assert np.allclose(norms, 1.0)
+
+
+def test_within_the_limit_everything_is_sent_without_embedding(tmp_path: Path) -> None:
+    tools = generated_tools(12)
+    embed = CountingEmbed(DIM)
+    chosen = select(tools, embed, tmp_path, limit=12)
+    assert chosen == Selection(tools, [t.name for t in tools], "all")
+    assert embed.calls == 0
+    assert not any(tmp_path.iterdir())
+
+
+def test_limit_and_top_k_are_respected(tmp_path: Path) -> None:
+    tools = generated_tools(40, core=2)
+    chosen = select(tools, CountingEmbed(DIM), tmp_path, limit=20, top_k=3)
+    assert len(chosen.tools) == 2 + 3
+
+
+def test_no_embedding_model_falls_back_to_all_tools(tmp_path: Path) -> None:
+    tools = generated_tools(30)
+    chosen = select(tools, None, tmp_path)
+    assert chosen.method == "fallback" and chosen.tools == tools
+    assert chosen.warning is not None and "no embedding model" in chosen.warning
+    assert "offering all 30 enabled tools" in chosen.warning
+
+
+def test_embed_raising_falls_back_with_a_warning(tmp_path: Path) -> None:
+    def unreachable(texts: list[str]) -> list[list[float]]:
+        raise ConnectionError("Failed to connect to Ollama")
+
+    tools = generated_tools(30)
+    chosen = select(tools, unreachable, tmp_path)
+    assert chosen.method == "fallback" and len(chosen.tools) == 30
+    assert "ConnectionError: Failed to connect to Ollama" in (chosen.warning or "")
+
+
+def test_wrong_number_of_vectors_falls_back(tmp_path: Path) -> None:
+    def short(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0]] * max(1, len(texts) - 1)
+
+    chosen = select(generated_tools(30), short, tmp_path)
+    assert chosen.method == "fallback"
+    assert not cache_file(tmp_path, "m").exists()
+
+
+def test_corrupt_cache_is_rebuilt(tmp_path: Path) -> None:
+    tools = generated_tools(30)
+    path = cache_file(tmp_path, "m")
+    path.write_bytes(b"PK\x03\x04 not a zip at all")
+    embed = CountingEmbed(DIM)
+    chosen = select(tools, embed, tmp_path)
+    assert chosen.method == "semantic" and "convert_currency" in chosen.offered_names
+    assert chosen.warning is not None and "was corrupt" in chosen.warning
+    assert embed.calls == 2
+    warm = CountingEmbed(DIM)
+    assert select(tools, warm, tmp_path).warning is None and warm.calls == 1
+
+
+def test_unreadable_cache_falls_back(tmp_path: Path) -> None:
+    cache_file(tmp_path, "m").mkdir(parents=True)  # a directory where the file should be
+    chosen = select(generated_tools(30), CountingEmbed(DIM), tmp_path)
+    assert chosen.method == "fallback"
+    assert "tool vector cache unreadable" in (chosen.warning or "")
+
+
+def test_a_new_embedding_dimension_replaces_the_cache(tmp_path: Path) -> None:
+    tools = generated_tools(30)
+    select(tools, CountingEmbed(DIM), tmp_path)
+    bigger = CountingEmbed(DIM * 2)
+    chosen = select(tools, bigger, tmp_path)
+    assert chosen.method == "semantic" and bigger.calls == 2
+    assert "held 256-dimensional vectors, not 512" in (chosen.warning or "")
+    with np.load(cache_file(tmp_path, "m")) as data:
+        assert data["vectors"].shape == (26, DIM * 2)
+
+
+def test_unwritable_cache_still_selects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkstemp", disk_full)
+    chosen = select(generated_tools(30), CountingEmbed(DIM), tmp_path)
+    assert chosen.method == "semantic" and "convert_currency" in chosen.offered_names
+    assert "could not save the tool vector cache" in (chosen.warning or "")
+    assert "No space left on device" in (chosen.warning or "")
+
+
+def test_cache_write_leaves_no_temp_files(tmp_path: Path) -> None:
+    select(generated_tools(30), CountingEmbed(DIM), tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [cache_file(tmp_path, "m").name]
