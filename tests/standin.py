@@ -390,7 +390,7 @@ class StandIn:
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
         self._thread = threading.Thread(
             target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
+            kwargs={"poll_interval": 0.01},  # stop() waits up to one poll interval
             daemon=True,
             name="ollama-standin",
         )
