@@ -1,0 +1,299 @@
+"""ParsedDocument -> Chunks: passages of at most `size` characters, with overlap.
+
+Every chunk is a contiguous slice of its section's text, so its line range is exact and
+its words are the source's words. A chunk ends at the best break the window offers:
+for prose a blank line, then a line end, then a sentence end, then any space; for code
+the start of a top-level definition, then a blank line, then a line end, then a space.
+A break must leave the chunk reasonably full (otherwise one short paragraph followed by
+a long one would make a chunk of a few words). Nothing is ever cut inside a word, except
+a single "word" longer than `size` (a hash, a base64 blob, a minified line), which must
+be cut somewhere.
+
+The next chunk starts with the previous one's tail (at most `overlap` characters,
+starting at a word, or for code at a line), so a fact that straddles a break is whole
+in one of the two chunks. Chunks never cross sections: a PDF page or a Markdown heading
+section always starts a fresh chunk.
+
+Break points are searched for in the window only, with C-level `str.rfind` and compiled
+regexes, so chunking costs a few microseconds per chunk whatever the document size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from localgpt_cli.errors import InvalidInput, UsageError
+from localgpt_cli.rag.types import Chunk, ParsedDocument
+
+PROSE_SIZE = 500
+PROSE_OVERLAP = 80
+CODE_SIZE = 400
+CODE_OVERLAP = 60
+MIN_SIZE = 50
+DEFAULT_MAX_CHUNKS = 2000
+
+SPACES = " \t\n"
+BLANK_LINE = re.compile(r"\n[ \t]*\n")
+SENTENCE_END = re.compile(r"[.!?…][\"'’”)\]»]*(?=[ \t\n])")
+SPACE_RUN = re.compile(r"[ \t\n]+")
+# A line that starts a top-level definition in the languages users keep in their trees.
+# Only column-0 lines count: methods inside a class stay with the class where they fit.
+DEFINITION = re.compile(
+    r"^(?:export\s+(?:default\s+)?)?"
+    r"(?:(?:pub(?:\([\w:]+\))?|public|private|protected|internal|static|final|abstract|"
+    r"sealed|open|data|case|inline|async|unsafe|override|local|extern|const|template<[^>]*>)"
+    r"\s+)*"
+    r"(?:def|class|function\*?|func|fn|fun|struct|enum|union|trait|impl|interface|protocol|"
+    r"extension|module|object|mod|namespace|type|macro_rules!|(?i:create)\s+\w+)[\s(<{:]",
+    re.M,
+)
+# Lines that belong to the definition below them: decorators, attributes, doc comments.
+PREAMBLE = ("@", "#", "//", "/*", "*", "--", ";", "'''", '"""')
+MAX_PREAMBLE_LINES = 30
+
+Finder = Callable[[str, int, int, int], int]
+
+
+def default_limits(doc_type: str) -> tuple[int, int]:
+    """(size, overlap) in characters for a document type when the user sets neither."""
+    return (CODE_SIZE, CODE_OVERLAP) if doc_type == "code" else (PROSE_SIZE, PROSE_OVERLAP)
+
+
+def resolve_limits(doc_type: str, size: int | None, overlap: int | None) -> tuple[int, int]:
+    """Apply defaults and validate; a size given alone keeps the overlap at most a fifth.
+
+    `--chunk-size 100` alone should not inherit an 80-character overlap that would make
+    every chunk mostly repetition.
+    """
+    default_size, default_overlap = default_limits(doc_type)
+    if size is None:
+        size = default_size
+    if overlap is None:
+        overlap = min(default_overlap, size // 5)
+    if size < MIN_SIZE:
+        raise UsageError(f"--chunk-size must be at least {MIN_SIZE} characters (got {size})")
+    if overlap < 0:
+        raise UsageError(f"--chunk-overlap cannot be negative (got {overlap})")
+    if overlap >= size:
+        raise UsageError(f"--chunk-overlap ({overlap}) must be smaller than --chunk-size ({size})")
+    return size, overlap
+
+
+def chunk_document(
+    doc: ParsedDocument,
+    document_id: str,
+    *,
+    size: int | None = None,
+    overlap: int | None = None,
+    max_chunks: int = DEFAULT_MAX_CHUNKS,
+) -> list[Chunk]:
+    """Cut every section of `doc` into chunks; ordinals run 0.. across the document.
+
+    Raises UsageError for bad size/overlap, InvalidInput (code `too_many_chunks`) when
+    the document would make more than `max_chunks` chunks.
+    """
+    size, overlap = resolve_limits(doc.type, size, overlap)
+    is_code = doc.type == "code"
+    plans = [split_spans(s.text, size, overlap, code=is_code) for s in doc.sections]
+    total = sum(len(spans) for spans in plans)
+    if total > max_chunks:
+        raise InvalidInput(
+            f"{doc.path}: {total} chunks > {max_chunks} limit (raise with --max-chunks)",
+            code="too_many_chunks",
+        )
+    chunks: list[Chunk] = []
+    for section, spans in zip(doc.sections, plans, strict=True):
+        text = section.text
+        first_line = section.line_start
+        # Starts and ends both only move forward, so newlines are counted once each.
+        at_start = at_end = 0
+        start_line = end_line = first_line or 0
+        for start, end in spans:
+            line_start = line_end = None
+            if first_line is not None:
+                start_line += text.count("\n", at_start, start)
+                end_line += text.count("\n", at_end, end - 1)
+                at_start, at_end = start, end - 1
+                line_start, line_end = start_line, end_line
+            chunks.append(
+                Chunk(
+                    document_id=document_id,
+                    path=doc.path,
+                    type=doc.type,
+                    ordinal=len(chunks),
+                    text=text[start:end],
+                    page=section.page,
+                    heading=section.heading,
+                    line_start=line_start,
+                    line_end=line_end,
+                )
+            )
+    return chunks
+
+
+def split_spans(text: str, size: int, overlap: int, *, code: bool = False) -> list[tuple[int, int]]:
+    """The (start, end) slices of `text` that become chunks, in order.
+
+    Each slice has no leading or trailing whitespace (code keeps a first line's
+    indentation), is at most `size` long, and ends before a space unless it is a cut
+    through a word longer than `size`.
+    """
+    plan = CODE_PLAN if code else PROSE_PLAN
+    spans: list[tuple[int, int]] = []
+    floor = 0  # where the text not yet in any chunk begins
+    start = len(text)  # where the previous chunk's tail begins; none yet
+    while True:
+        word = _skip_spaces(text, floor)
+        if word >= len(text):
+            return spans
+        fresh = _line_aware_start(text, floor, code)
+        start, end, hard_cut = _place(text, min(start, fresh), fresh, word, size, plan)
+        spans.append((start, end))
+        floor = end
+        tail = None if hard_cut or not overlap else _overlap_start(text, start, end, overlap, code)
+        start = tail if tail is not None else len(text)
+
+
+def _place(
+    text: str, start: int, fresh: int, word: int, size: int, plan: list[tuple[Finder, float]]
+) -> tuple[int, int, bool]:
+    """Start, end and hard-cut flag of the next chunk.
+
+    It starts at `start` (with the previous chunk's tail) if a break fits, else at
+    `fresh` (no overlap), else it is a hard cut through a word longer than `size`.
+    """
+    n = len(text)
+    for begin in (start, fresh) if start < fresh else (fresh,):
+        if n - begin <= size:
+            return begin, _trim_end(text, n), False
+        end = _find_break(text, begin, size, word, plan)
+        if end >= 0:
+            return begin, end, False
+    return word, word + size, True
+
+
+def _find_break(
+    text: str, start: int, size: int, word: int, plan: list[tuple[Finder, float]]
+) -> int:
+    """The end of the chunk starting at `start`, or -1 if no break lies in (word, start+size].
+
+    `word` is the first character not yet in any chunk; a break before it would make no
+    progress.
+    """
+    limit = start + size
+    for finder, fill in plan:
+        lo = max(start + int(size * fill), word + 1)
+        if lo > limit:
+            continue
+        at = finder(text, lo, limit, start)
+        if at >= 0:
+            return _trim_end(text, at)
+    return -1
+
+
+# -- finders: the last break position q in [lo, hi] (text[q] is whitespace), or -1 --------
+
+
+def _blank_line(text: str, lo: int, hi: int, start: int) -> int:
+    last = -1
+    for m in BLANK_LINE.finditer(text, lo, hi + 64):
+        if m.start() > hi:
+            break
+        last = m.start()
+    return last
+
+
+def _line_end(text: str, lo: int, hi: int, start: int) -> int:
+    return text.rfind("\n", lo, hi + 1)
+
+
+def _sentence_end(text: str, lo: int, hi: int, start: int) -> int:
+    last = -1
+    for m in SENTENCE_END.finditer(text, max(start, lo - 4), hi + 2):
+        if lo <= m.end() <= hi:
+            last = m.end()
+    return last
+
+
+def _space(text: str, lo: int, hi: int, start: int) -> int:
+    hi += 1
+    return max(text.rfind(" ", lo, hi), text.rfind("\n", lo, hi), text.rfind("\t", lo, hi))
+
+
+def _definition(text: str, lo: int, hi: int, start: int) -> int:
+    """The newline before the latest top-level definition (and its decorators/comments)."""
+    last = -1
+    for m in DEFINITION.finditer(text, lo + 1, hi + 200):
+        q = m.start() - 1
+        if q > hi:
+            break
+        for _ in range(MAX_PREAMBLE_LINES):
+            prev = text.rfind("\n", start, q)
+            if prev < 0 or not text[prev + 1 : q].lstrip().startswith(PREAMBLE):
+                break
+            q = prev
+        if q >= lo:
+            last = q
+    return last
+
+
+PROSE_PLAN: list[tuple[Finder, float]] = [
+    (_blank_line, 1 / 3),
+    (_line_end, 1 / 2),
+    (_sentence_end, 1 / 2),
+    (_space, 1 / 2),
+    (_space, 0.0),
+]
+CODE_PLAN: list[tuple[Finder, float]] = [
+    (_definition, 1 / 4),
+    (_blank_line, 1 / 3),
+    (_line_end, 1 / 2),
+    (_space, 1 / 2),
+    (_space, 0.0),
+]
+
+
+# -- positions -------------------------------------------------------------------------
+
+
+def _skip_spaces(text: str, pos: int) -> int:
+    m = SPACE_RUN.match(text, pos)
+    return m.end() if m else pos
+
+
+def _trim_end(text: str, end: int) -> int:
+    """Move `end` back over trailing whitespace."""
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _line_aware_start(text: str, pos: int, code: bool) -> int:
+    """First word at or after `pos`; for code, the start of its line (keeps indentation)."""
+    word = _skip_spaces(text, pos)
+    if not code:
+        return word
+    newline = text.rfind("\n", pos, word)
+    if newline >= 0:
+        return newline + 1
+    return 0 if pos == 0 else word
+
+
+def _overlap_start(text: str, start: int, end: int, overlap: int, code: bool) -> int | None:
+    """Where the tail of chunk [start, end) that the next chunk repeats begins, if any.
+
+    The tail is at most `overlap` characters and begins at a word (for code: at a line
+    if one begins in the tail) after `start`, so it is always a proper suffix.
+    """
+    lo = max(end - overlap - 1, start)
+    if code:
+        newline = text.find("\n", lo, end)
+        if newline >= 0:
+            line = _line_aware_start(text, newline, code)
+            if _skip_spaces(text, line) < end:
+                return line
+    m = SPACE_RUN.search(text, lo, end)
+    if m is None or m.end() >= end:
+        return None
+    return m.end()
