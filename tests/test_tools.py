@@ -569,3 +569,16 @@ def test_functions_file_clash_with_a_builtin_is_a_usage_error(tmp_path: Path) ->
     other = write(tmp_path, "def shout(text: str) -> str:\n    return text.upper()\n", "b.py")
     registry, _ = build_registry(ToolContext(cwd=tmp_path), plugins=False, functions_files=[other])
     assert registry["shout"].run({"text": "hi"}) == "HI"
+
+
+def test_importing_the_tools_package_stays_light() -> None:
+    """The CLI may import the registry at start-up: numpy, pypdf, ollama load on use."""
+    import subprocess
+
+    code = (
+        "import sys, localgpt_cli.tools.registry, localgpt_cli.tools.selection;"
+        "print(sorted(m for m in ('numpy', 'pypdf', 'ollama')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -60,10 +60,10 @@ def _schema_for(hint: Any) -> tuple[dict[str, Any], bool]:
     if hint is Any:
         return {}, False
     if hint in (list, collections.abc.Sequence) or origin in (list, collections.abc.Sequence):
-        schema: dict[str, Any] = {"type": "array"}
+        array: dict[str, Any] = {"type": "array"}
         if args:
-            schema["items"], _ = _schema_for(args[0])
-        return schema, False
+            array["items"], _ = _schema_for(args[0])
+        return array, False
     if hint is dict or origin is dict:
         return {"type": "object"}, False
     raise _Unsupported(f"type {getattr(hint, '__name__', hint)!s}")

@@ -91,9 +91,11 @@ class ToolVectorCache:
             return
         self.hashes, self.vectors = hashes, vectors
 
-    def discard(self, reason: str) -> None:
+    def discard(self, reason: str) -> str:
+        """Forget the cached vectors; returns the note for the selection's warning."""
         self.hashes, self.vectors = [], None
         self.rebuilt_reason = f"{self.path} {reason}; rebuilt it"
+        return self.rebuilt_reason
 
     def lookup(self, hashes: Sequence[str], dim: int) -> tuple[Any, list[int]]:
         """Rows for `hashes` (zero where missing) and the positions that are missing."""
@@ -198,8 +200,7 @@ def select_tools(
             raise ValueError(f"{len(query)} vectors for 1 query")
         dim = query.shape[1]
         if cache.vectors is not None and cache.vectors.shape[1] != dim:
-            cache.discard(f"held {cache.vectors.shape[1]}-dimensional vectors, not {dim}")
-            notes = [cache.rebuilt_reason]
+            notes = [cache.discard(f"held {cache.vectors.shape[1]}-dimensional vectors, not {dim}")]
         hashes = [text_hash(t.selection_text()) for t in others]
         rows, missing = cache.lookup(hashes, dim)
         if missing:
