@@ -70,8 +70,17 @@ class Recorded:
 class Reply:
     """What the model answers to one /api/chat call.
 
-    A plain string is split into word-sized chunks (whitespace kept on the word before it);
-    a list is sent chunk for chunk, so tests control exactly what the client sees.
+    `content`/`thinking`: a plain string is split into word-sized chunks (whitespace kept
+    with the word before it); a list is sent chunk for chunk, so tests control exactly what
+    the client sees. Thinking goes first, and only to a model with the `thinking`
+    capability when the request did not say `think: false` (as a real model would).
+    `tool_calls`: `{"name", "arguments"}` (or Ollama's `{"function": {...}}`), all in one
+    chunk after the content, or on the done chunk with `tool_calls_on_done`.
+    `delay`: seconds between chunks. `error_after=N`: N chunks, then the mid-stream error
+    line (N = number of chunks replaces the done chunk). `drop_after=N`: N chunks, then the
+    socket closes without the terminating chunk. With `stream: false` these become a wait,
+    a 500, and a connection closed without a response. `http_status`: answer that status
+    with `{"error": http_error}` instead. `eval_count=None` counts the content chunks.
     """
 
     content: str | list[str] = ""
@@ -234,8 +243,12 @@ class _Encoder:
     """Builds chat chunk frames; identical chunks are encoded once (the benchmark path)."""
 
     def __init__(self, model: str) -> None:
-        self.created_at = _rfc3339()
-        self._head = b'{"model":' + _dumps(model) + b',"created_at":' + _dumps(self.created_at)
+        self._model = _dumps(model)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """New `created_at` for the chunks to come: slow streams get a time per chunk."""
+        self._head = b'{"model":' + self._model + b',"created_at":' + _dumps(_rfc3339())
         self._memo: dict[tuple[str, str], bytes] = {}
 
     def line(self, message: dict[str, Any], tail: dict[str, Any]) -> bytes:
@@ -254,7 +267,15 @@ class _Encoder:
 
 
 class StandIn:
-    """The stand-in server plus the scripting API tests use to decide what it answers."""
+    """The stand-in server plus the scripting API tests use to decide what it answers.
+
+    Observed state: `requests` (every request), `disconnects` (streams the client cut),
+    `embed_calls`/`embed_inputs` (every /api/embed request and its inputs, including
+    failed ones), `errors` (tracebacks of stand-in bugs). Until the first `add_model`, the
+    catalogue holds llama3.2 (tools), qwen3 (tools, thinking), gemma2 (no tools),
+    nomic-embed-text (768) and all-minilm (384). `tokens=N` makes every unscripted chat
+    reply N chunks of `chunk_text` (the streaming benchmark).
+    """
 
     def __init__(
         self, *, port: int = 0, tokens: int | None = None, chunk_text: str = "tok "
@@ -902,6 +923,7 @@ class _Handler(BaseHTTPRequestHandler):
         for i, (kind, text) in enumerate(steps[:cut]):
             if reply.delay and i:
                 time.sleep(reply.delay)
+                enc.refresh()
             if kind == "tools":
                 message = {"role": "assistant", "content": "", "tool_calls": calls}
                 out += _frame(enc.line(message, {"done": False}))
@@ -917,6 +939,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.delay and cut:
             time.sleep(reply.delay)
+            enc.refresh()
         if ending == "error":
             out += _frame(_dumps({"error": RUNTIME_ERROR}) + b"\n")
         else:

@@ -195,6 +195,7 @@ def test_delay_slows_the_stream_and_shows_in_durations(standin, client):
     assert time.perf_counter() - start >= 0.15  # two gaps between chunks, one before done
     assert parts[-1].eval_duration >= 150_000_000
     assert parts[-1].total_duration >= parts[-1].eval_duration
+    assert parts[0].created_at < parts[-1].created_at  # each chunk stamped when sent
 
 
 def test_parallel_streams_are_served_concurrently(standin):
