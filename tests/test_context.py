@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -67,12 +68,16 @@ def test_tool_messages_never_lose_their_assistant_call():
 
 
 def test_tool_unit_is_trimmed_whole():
-    pad = "x " * 300
-    call = msg("assistant", pad, tool_calls=[{"function": {"name": "calc", "arguments": {}}}])
-    history = [call, msg("tool", pad, tool_name="calc"), msg("assistant", "done")]
+    calls = [{"function": {"name": "calc", "arguments": {}}}]
+    call = msg("assistant", "x " * 200, tool_calls=calls)
+    history = [call, msg("tool", "x " * 200, tool_name="calc"), msg("assistant", "done")]
+    # Budget 1024*0.9 - 256 = 665 tokens: the call and its result (~410) fit together.
     out = assemble([], history, CURRENT, context_length=1024)
-    roles = [m["role"] for m in out.messages]
-    assert "tool" not in roles or roles.index("tool") > 0 and roles[roles.index("tool") - 1] == "assistant"
+    assert [m["role"] for m in out.messages] == ["assistant", "tool", "assistant", "user"]
+    # Budget 512*0.9 - 128 = 332: the pair no longer fits, and goes as one.
+    out = assemble([], history, CURRENT, context_length=512)
+    assert [m["content"] for m in out.messages] == ["done", "and now?"]
+    assert out.dropped == 2
 
 
 def test_num_ctx_is_raised_only_when_the_default_would_truncate():
@@ -96,8 +101,8 @@ def _wordpiece():
 def test_estimate_error_bound_on_real_text():
     real = _wordpiece()
     prose = [f"{t}\n\n{x}" for _, t, x in load_corpus()[:400]]
-    code = [open(p).read() for p in glob.glob(str(ROOT / "localgpt_cli" / "**" / "*.py"),
-                                              recursive=True)]
+    sources = glob.glob(str(ROOT / "localgpt_cli" / "**" / "*.py"), recursive=True)
+    code = [Path(p).read_text() for p in sources]
     markdown = [(ROOT / "README.md").read_text()]
     for name, texts, low, high in (("prose", prose, 0.95, 1.6), ("code", code, 0.85, 1.3),
                                    ("markdown", markdown, 0.9, 1.3)):

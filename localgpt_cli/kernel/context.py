@@ -123,7 +123,9 @@ def assemble(
     )
 
 
-def needed_num_ctx(estimated_tokens: int, context_length: int, options: dict[str, Any]) -> int | None:
+def needed_num_ctx(
+    estimated_tokens: int, context_length: int, options: dict[str, Any]
+) -> int | None:
     """A num_ctx to send when the prompt would overflow the server's default context.
 
     Ollama runs a model with a 4096-token context unless told otherwise and silently
