@@ -22,6 +22,9 @@ SETEXT_UNDERLINE = re.compile(r" {0,3}(={3,}|-{3,})[ \t]*$")
 # indented code. "- item\n---" is a list and a rule, not a heading.
 NOT_PARAGRAPH = re.compile(r"(?: {4}|\t| {0,3}(?:[-+*>|<]|\d+[.)])(?:[ \t]|$))")
 FRONT_MATTER_FENCES = {"---": ("---", "..."), "+++": ("+++",)}
+# Only lines starting with one of these can open a fence or be a heading or underline;
+# checking the first character first keeps the scan cheap on long documents.
+STRUCTURE_STARTS = frozenset(" #`~=-")
 
 
 def markdown_sections(text: str) -> list[Section]:
@@ -40,6 +43,10 @@ def markdown_sections(text: str) -> list[Section]:
             closing = FENCE_CLOSE.match(line)
             if closing and closing[1][0] == fence[0] and len(closing[1]) >= len(fence):
                 fence = None
+            continue
+        if line[:1] not in STRUCTURE_STARTS:
+            prev_is_paragraph_start = _starts_paragraph(current, line)
+            current.lines.append(line)
             continue
         opening = FENCE_OPEN.match(line)
         if opening:
@@ -62,19 +69,21 @@ def markdown_sections(text: str) -> list[Section]:
             current = DraftSection(trail.enter(level, title), i, [title, line], heading_lines=2)
             prev_is_paragraph_start = False
             continue
-        # A setext heading's text must be a one-line paragraph: a text line after a
-        # blank line (or a heading, or the start of the section).
-        after_break = not current.lines or not current.lines[-1].strip()
-        after_break = after_break or len(current.lines) == current.heading_lines
-        prev_is_paragraph_start = (
-            after_break
-            and bool(line.strip())
-            and not NOT_PARAGRAPH.match(line)
-            and not SETEXT_UNDERLINE.match(line)
-        )
+        prev_is_paragraph_start = not underline and _starts_paragraph(current, line)
         current.lines.append(line)
     drafts.append(current)
     return finish_sections(drafts)
+
+
+def _starts_paragraph(current: DraftSection, line: str) -> bool:
+    """True if `line` could be a setext heading's text: a one-line paragraph so far.
+
+    That is a plain text line after a blank line, a heading, or the section start.
+    """
+    if not line.strip() or NOT_PARAGRAPH.match(line):
+        return False
+    lines = current.lines
+    return not lines or not lines[-1].strip() or len(lines) == current.heading_lines
 
 
 def _front_matter_end(lines: list[str]) -> int:
