@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from localgpt_cli.tools.selection import Selection, cache_file, select_tools
+from localgpt_cli.tools.selection import Selection, ToolVectorCache, cache_file, select_tools
 from tests.bench.tool_selection import CountingEmbed, generated_tools
 
 QUERY = "convert currency: how many euros is 50 dollars?"
@@ -88,9 +88,10 @@ def test_stored_vectors_are_unit_length(tmp_path: Path) -> None:
         return [[3.0 * (i + 1), 4.0 * (i + 1)] for i in range(len(texts))]
 
     select(generated_tools(30), unnormalised, tmp_path)
-    with np.load(cache_file(tmp_path, "m")) as data:
-        norms = np.linalg.norm(data["vectors"], axis=1)
-    assert np.allclose(norms, 1.0)
+    cache = ToolVectorCache(cache_file(tmp_path, "m"), "m")
+    cache.load()
+    assert cache.vectors.shape == (26, 2)
+    assert np.allclose(np.linalg.norm(cache.vectors, axis=1), 1.0)
 
 
 def test_within_the_limit_everything_is_sent_without_embedding(tmp_path: Path) -> None:
@@ -135,10 +136,19 @@ def test_wrong_number_of_vectors_falls_back(tmp_path: Path) -> None:
     assert not cache_file(tmp_path, "m").exists()
 
 
-def test_corrupt_cache_is_rebuilt(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'LOCALGPT-TOOL-VECTORS 1\n{"model": "m", "dim": 3, "hashes": ["a"]}\nxx',
+        b'LOCALGPT-TOOL-VECTORS 1\n{"model": "m", "dim": 3, "hashes": ["a", "b"]}\n' + bytes(12),
+        b"LOCALGPT-TOOL-VECTORS 1\nnot json\n",
+        b"PK\x03\x04 something else entirely",
+        b"",
+    ],
+)
+def test_corrupt_cache_is_rebuilt(tmp_path: Path, content: bytes) -> None:
     tools = generated_tools(30)
-    path = cache_file(tmp_path, "m")
-    path.write_bytes(b"PK\x03\x04 not a zip at all")
+    cache_file(tmp_path, "m").write_bytes(content)
     embed = CountingEmbed(DIM)
     chosen = select(tools, embed, tmp_path)
     assert chosen.method == "semantic" and "convert_currency" in chosen.offered_names
@@ -162,8 +172,9 @@ def test_a_new_embedding_dimension_replaces_the_cache(tmp_path: Path) -> None:
     chosen = select(tools, bigger, tmp_path)
     assert chosen.method == "semantic" and bigger.calls == 2
     assert "held 256-dimensional vectors, not 512" in (chosen.warning or "")
-    with np.load(cache_file(tmp_path, "m")) as data:
-        assert data["vectors"].shape == (26, DIM * 2)
+    cache = ToolVectorCache(cache_file(tmp_path, "m"), "m")
+    cache.load()
+    assert cache.vectors.shape == (26, DIM * 2)
 
 
 def test_unwritable_cache_still_selects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
