@@ -22,8 +22,10 @@ _localgpt() {
             -s|--system) return;;
             -o|--option) return;;
             --timeout) return;;
+            --cid) return;;
+            --window) return;;
             esac
-            flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout --json"; subs=""; files=0;;
+            flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout -c --continue --cid --no-save --window --json"; subs=""; files=0;;
         "config")
             flags="--json"; subs=""; files=0;;
         "models")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.errors import EXIT_INTERRUPTED, UsageError
+from localgpt_cli.errors import EXIT_INTERRUPTED, NotFound, UsageError
 
 EPILOG = """\b
 Examples:
@@ -18,6 +19,8 @@ Examples:
   localgpt chat -m qwen3 --hide-thinking "prove that sqrt(2) is irrational"
   localgpt chat -o temperature 0 -o num_ctx 8192 "summarise" < notes.txt
   localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
+  localgpt chat -c "and in Python?"          # continue the latest conversation
+  localgpt chat --cid 01JD3 "go on"         # continue a given one (id prefix)
   localgpt chat            # interactive: /new starts over, /exit quits
 """
 
@@ -58,6 +61,12 @@ def _stdin_text() -> str | None:
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer before writing.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Give up when Ollama does not answer in time.")
+@click.option("-c", "--continue", "continue_", is_flag=True,
+              help="Continue the latest conversation.")
+@click.option("--cid", metavar="ID", help="Continue this conversation (a unique id prefix).")
+@click.option("--no-save", is_flag=True, help="Do not store this exchange in the history.")
+@click.option("--window", type=click.IntRange(min=0), metavar="N",
+              help="History messages to send along (default 20).")
 @json_option
 @pass_app
 def chat(
@@ -70,6 +79,10 @@ def chat(
     hide_thinking: bool,
     no_stream: bool,
     timeout: float | None,
+    continue_: bool,
+    cid: str | None,
+    no_save: bool,
+    window: int | None,
 ) -> None:
     """Ask a model. With no PROMPT and a terminal, start an interactive chat.
 
@@ -78,45 +91,69 @@ def chat(
     """
     from localgpt_cli.llm.options import parse_options
 
+
+    if continue_ and cid:
+        raise UsageError("Use either -c/--continue or --cid, not both.")
     app.set_flag("model", model)
     app.set_flag("timeout", timeout)
+    app.set_flag("window", window)
     parsed = parse_options(options)
     text = " ".join(prompt).strip()
     stdin_text = _stdin_text()
+    store = open_store(app, readonly=no_save) if not no_save or continue_ or cid else None
+    conversation = None
+    if continue_ or cid:
+        conversation = None if store is None else store.resolve(cid) if cid else store.latest()
+        if conversation is None:
+            raise NotFound("There is no conversation to continue yet.",
+                           hint="Start one with: localgpt chat \"…\"")
+    chosen = app.settings.model
+    if conversation is not None and app.settings.sources["model"] == "default":
+        chosen = conversation.model  # continuing keeps the conversation's model
     base: dict[str, Any] = {
-        "model": app.settings.model,
+        "model": chosen,
         "system": system or app.settings.system,
         "options": parsed,
         "think": think,
         "stream": not no_stream,
+        "save": not no_save,
+        "window": app.settings.window,
+        "conversation_id": conversation.id if conversation else None,
     }
     if text or stdin_text:
-        code = run_turn(app, base | {"prompt": text, "stdin_text": stdin_text}, hide_thinking)
-        sys.exit(code)
+        request = base | {"prompt": text, "stdin_text": stdin_text}
+        sys.exit(run_turn(app, request, hide_thinking, store).code)
     if not sys.stdin.isatty():
         raise UsageError("Nothing to ask: give a prompt or pipe text into localgpt chat.")
     from localgpt_cli.cli.repl import run_repl
 
-    run_repl(app, base, hide_thinking)
+    run_repl(app, base, hide_thinking, store)
 
 
-def run_turn(
-    app: App,
-    request: dict[str, Any],
-    hide_thinking: bool,
-    history: list[dict[str, Any]] | None = None,
-) -> int:
-    """Run one turn through a renderer; return the exit code (130 when interrupted)."""
+def open_store(app: App, readonly: bool = False) -> Any:
+    """The history database under LOCALGPT_HOME (None when read-only and absent)."""
+    from localgpt_cli.history.store import HistoryStore
+
+    path = app.settings.home_dir / "history.db"
+    if readonly and not path.exists():
+        return None
+    return HistoryStore.open(path)
+
+
+@dataclass
+class TurnOutcome:
+    code: int
+    conversation_id: str | None
+
+
+def run_turn(app: App, request: dict[str, Any], hide_thinking: bool,
+             store: Any = None) -> TurnOutcome:
+    """Run one turn through a renderer; the exit code is 130 when interrupted."""
     from localgpt_cli.kernel.session import Turn, TurnRequest
     from localgpt_cli.render.chat import chat_renderer
 
-    turn = Turn(
-        app.client,
-        app.catalog,
-        TurnRequest(**request),
-        history=history,
-        warn=app.output.warn,
-    )
+    turn = Turn(app.client, app.catalog, TurnRequest(**request), store=store,
+                warn=app.output.warn)
     renderer = chat_renderer(app.output, hide_thinking)
     try:
         for packet in turn:
@@ -125,13 +162,10 @@ def run_turn(
         for packet in turn.abort():
             renderer.packet(packet)
         renderer.close()
-        return EXIT_INTERRUPTED
+        return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id)
     renderer.close()
-    if history is not None and turn.error is None:
-        history.append({"role": "user", "content": turn.request.user_content()})
-        history.append({"role": "assistant", "content": turn.answer})
     if turn.error is not None:
         if app.output.json:
             sys.stderr.write(f"localgpt: error: {turn.error}\n")
-        return turn.error.exit_code
-    return 0
+        return TurnOutcome(turn.error.exit_code, turn.conversation_id)
+    return TurnOutcome(0, turn.conversation_id)

@@ -9,14 +9,14 @@ from localgpt_cli.cli.app import App
 HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an answer."
 
 
-def run_repl(app: App, base: dict[str, Any], hide_thinking: bool) -> None:
+def run_repl(app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None) -> None:
     from rich.prompt import Prompt
 
     from localgpt_cli.cli.chat import run_turn
 
     console = app.output.console()
     console.print(f"[dim]localgpt chat with [bold]{base['model']}[/bold]. {HELP}[/dim]")
-    history: list[dict[str, Any]] = []
+    conversation_id = base.get("conversation_id")
     while True:
         try:
             text = Prompt.ask("[bold green]>>>[/]", console=console).strip()
@@ -31,10 +31,12 @@ def run_repl(app: App, base: dict[str, Any], hide_thinking: bool) -> None:
         if text in ("/exit", "/quit", "/bye"):
             return
         if text == "/new":
-            history = []
+            conversation_id = None
             console.print("[dim]New conversation.[/dim]")
             continue
         if text in ("/help", "/?"):
             console.print(f"[dim]{HELP}[/dim]")
             continue
-        run_turn(app, base | {"prompt": text, "stdin_text": None}, hide_thinking, history)
+        request = base | {"prompt": text, "stdin_text": None, "conversation_id": conversation_id}
+        outcome = run_turn(app, request, hide_thinking, store)
+        conversation_id = outcome.conversation_id or conversation_id
