@@ -250,3 +250,15 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
         coll.optimize()
     vec_index = [i for i in coll.indexes() if i.name == "vector_idx"][0]
     assert vec_index.indexed_rows == 605 and vec_index.unindexed_rows == 0
+
+
+def test_preload_imports_lancedb_in_the_background():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from localgpt_cli.rag import store;"
+        "assert 'lancedb' not in sys.modules; t = store.preload(); t.join();"
+        "assert 'lancedb' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

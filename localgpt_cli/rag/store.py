@@ -16,8 +16,10 @@ Durability rules the ingest pipeline relies on:
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -196,6 +198,20 @@ class StoredRow:
     score: float  # cosine similarity (vector side) or BM25 score (keyword side)
 
 
+def preload() -> threading.Thread:
+    """Start importing lancedb in a background thread and return it.
+
+    `import lancedb` costs ~1 s (most of it `lance_namespace`, a generated REST client
+    that lancedb.db imports unconditionally: no narrower import avoids it). A command that
+    must first wait on the network (embedding the query) can call this before that request
+    so the import runs while the socket waits; a later `import lancedb` just joins it
+    (Python's per-module import locks make the two imports safe).
+    """
+    thread = threading.Thread(target=importlib.import_module, args=("lancedb",), daemon=True)
+    thread.start()
+    return thread
+
+
 def open_store(uri: str | Path) -> Store:
     """A store at `uri` (a local folder or an object-store URI); connects on first use."""
     return Store(str(uri))
@@ -270,11 +286,38 @@ class Collection:
         self.store = store
         self.name = name
         self.table = table
+        self._schema: Any = None
+        self._index_names: set[str] | None = None
+        self._loop: Any = None
+        self._async_table: Any = None
+        self._reader_stale = False
+
+    # -- cached table state -----------------------------------------------------------
+    # Every `table.schema` or `list_indices()` is a round trip through lancedb's event-loop
+    # thread (milliseconds on a busy machine); a search asked for them several times. They
+    # only change through this object's writes (LanceDB does not re-read a table another
+    # process changed unless asked to), so each write clears the cache.
+
+    @property
+    def schema(self) -> pa.Schema:
+        if self._schema is None:
+            self._schema = self.table.schema
+        return self._schema
+
+    def index_names(self) -> set[str]:
+        if self._index_names is None:
+            self._index_names = {cfg.name for cfg in self.table.list_indices()}
+        return self._index_names
+
+    def _changed(self) -> None:
+        self._schema = None
+        self._index_names = None
+        self._reader_stale = True
 
     # -- metadata -------------------------------------------------------------------
 
     def _metadata(self) -> dict[str, str]:
-        raw = self.table.schema.field("chunk_id").metadata or {}
+        raw = self.schema.field("chunk_id").metadata or {}
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     @property
@@ -285,7 +328,7 @@ class Collection:
     @property
     def dim(self) -> int | None:
         """The vector dimension, from the vector column (None until vectors were stored)."""
-        schema = self.table.schema
+        schema = self.schema
         if "vector" in schema.names:
             return int(schema.field("vector").type.list_size)
         recorded = self._metadata().get(_META_DIM)
@@ -324,14 +367,16 @@ class Collection:
             updates[_META_DIM] = str(dim)
         if updates:
             self.table.update_field_metadata({"path": "chunk_id", "metadata": updates})
+            self._changed()
 
     # -- writes ---------------------------------------------------------------------
 
     def _ensure_vector_column(self, dim: int) -> None:
         have = self.dim
-        if have is None or ("vector" not in self.table.schema.names and have == dim):
+        if have is None or ("vector" not in self.schema.names and have == dim):
             # First vectors of this collection: add the (all-null) column, a schema-only commit.
             self.table.add_columns(vector_field(dim))
+            self._changed()
         elif have != dim:
             raise InvalidInput(
                 f"Vectors of {dim} dimensions cannot go into collection {self.name!r}, "
@@ -350,7 +395,7 @@ class Collection:
             raise InvalidInput(f"Vectors of different dimensions {sorted(dims)} in one batch.")
         if dims:
             self._ensure_vector_column(dims.pop())
-        schema = row_schema(self.dim if "vector" in self.table.schema.names else None)
+        schema = row_schema(self.dim if "vector" in self.schema.names else None)
         columns: dict[str, Any] = {
             "chunk_id": [chunk_id(c.document_id, c.ordinal) for c in chunks],
             "document_id": [c.document_id for c in chunks],
@@ -397,6 +442,7 @@ class Collection:
             .when_not_matched_by_source_delete(f"document_id = {sql_string(document_id)}")
             .execute(data, on_bad_vectors="null")
         )
+        self._reader_stale = True
         return int(result.version)
 
     def delete_documents(self, document_ids: Iterable[str]) -> int:
@@ -407,7 +453,9 @@ class Collection:
         where = sql_in("document_id", ids)
         if self.table.count_rows(where) == 0:
             return 0  # a delete that matches nothing would still write a new version
-        return int(self.table.delete(where).num_deleted_rows)
+        deleted = int(self.table.delete(where).num_deleted_rows)
+        self._reader_stale = True
+        return deleted
 
     def set_vectors(self, chunk_ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> int:
         """Fill in embeddings of stored chunks (one commit); returns rows updated."""
@@ -430,6 +478,7 @@ class Collection:
             ),
         )
         result = self.table.merge_insert("chunk_id").when_matched_update_all().execute(data)
+        self._reader_stale = True
         return int(result.num_updated_rows)
 
     # -- reads ----------------------------------------------------------------------
@@ -438,7 +487,7 @@ class Collection:
         return int(self.table.count_rows(where))
 
     def has_vector_column(self) -> bool:
-        return "vector" in self.table.schema.names
+        return "vector" in self.schema.names
 
     def count_with_vectors(self) -> int:
         if not self.has_vector_column():
@@ -550,14 +599,15 @@ class Collection:
     def ensure_fts_index(self) -> None:
         """The native full-text (BM25) index on `text`; rows added later are still
         searched (unindexed fragments are scanned) until `optimize()` folds them in."""
-        if any(cfg.name == _FTS_INDEX for cfg in self.table.list_indices()):
+        if _FTS_INDEX in self.index_names():
             return
         from lancedb.index import FTS
 
         self.table.create_index("text", config=FTS(), name=_FTS_INDEX, replace=True)
+        self._changed()
 
     def has_vector_index(self) -> bool:
-        return any(cfg.name == _VECTOR_INDEX for cfg in self.table.list_indices())
+        return _VECTOR_INDEX in self.index_names()
 
     def ensure_indexes(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
         """Create the FTS index if missing, and the ANN index once `min_rows` rows have
@@ -591,6 +641,7 @@ class Collection:
             name=_VECTOR_INDEX,
             replace=True,
         )
+        self._changed()
 
     def optimize(self, cleanup_older_than: timedelta = timedelta(hours=1)) -> None:
         """Compact small fragments, fold new rows into the indexes, drop old versions.
@@ -602,49 +653,138 @@ class Collection:
         """
         self.ensure_indexes()
         self.table.optimize(cleanup_older_than=cleanup_older_than)
+        self._changed()
 
     # -- search ---------------------------------------------------------------------
+    # Searches go through LanceDB's async API on an event loop owned by this collection:
+    # one round trip per query instead of the half-dozen the sync wrappers make (each
+    # `search()` re-reads the schema through lancedb's loop thread), and the vector and
+    # keyword sides of a hybrid query, or many batch queries, run concurrently in Rust.
+
+    def run_queries(
+        self, queries: Sequence[VectorQuery | KeywordQuery], concurrency: int = 4
+    ) -> list[list[StoredRow]]:
+        """Run several searches at once; one result list per query, best first.
+
+        Vector queries rank by cosine similarity (1 - cosine distance); with the ANN index,
+        rows added since it was built are still searched exactly (LanceDB scans unindexed
+        fragments) and candidates are re-ranked with the full vectors. Keyword queries rank
+        by BM25 and match the text as words, never parsed as a query language, so quotes
+        and operators in user text cannot fail. Filters are prefilters, so `limit`
+        matching rows come back.
+        """
+        import asyncio
+
+        for q in queries:
+            if (
+                isinstance(q, VectorQuery)
+                and self.has_vector_column()
+                and len(q.vector) != self.dim
+            ):
+                raise InvalidInput(
+                    f"The query vector has {len(q.vector)} dimensions; collection "
+                    f"{self.name!r} holds {self.dim}-dimension vectors.",
+                    hint="Search with the model the collection was ingested with.",
+                )
+        loop, table = self._reader()
+        indexed = self.has_vector_index()
+        has_vectors = self.has_vector_column()
+
+        async def one(q: VectorQuery | KeywordQuery, gate: asyncio.Semaphore) -> list[StoredRow]:
+            if isinstance(q, VectorQuery) and not has_vectors:
+                return []
+            async with gate:
+                builder = _async_query(table, q, indexed)
+                result = await builder.to_arrow()
+            score = "_distance" if isinstance(q, VectorQuery) else "_score"
+            return [
+                StoredRow(
+                    _row_chunk(r),
+                    r["chunk_id"],
+                    1.0 - float(r[score]) if score == "_distance" else float(r[score]),
+                )
+                for r in result.to_pylist()
+            ]
+
+        async def run_all() -> list[list[StoredRow]]:
+            gate = asyncio.Semaphore(max(1, concurrency))
+            return list(await asyncio.gather(*(one(q, gate) for q in queries)))
+
+        return loop.run_until_complete(run_all())
 
     def vector_search(
         self, vector: Sequence[float], limit: int, where: str | None = None
     ) -> list[StoredRow]:
-        """Nearest chunks by cosine similarity (1 - cosine distance), best first.
-
-        Filters are prefilters so `limit` matching rows come back. With an ANN index, rows
-        added since it was built are still searched exactly (LanceDB scans unindexed
-        fragments) and the candidates are re-ranked with the full vectors.
-        """
-        if not self.has_vector_column():
-            return []
-        if len(vector) != self.dim:
-            raise InvalidInput(
-                f"The query vector has {len(vector)} dimensions; collection {self.name!r} "
-                f"holds {self.dim}-dimension vectors.",
-                hint="Search with the model the collection was ingested with.",
-            )
-        query = self.table.search(list(vector), vector_column_name="vector").distance_type("cosine")
-        if self.has_vector_index():
-            query = query.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
-        if where:
-            query = query.where(where, prefilter=True)
-        table = query.select([*RESULT_COLUMNS, "_distance"]).limit(limit).to_arrow()
-        return [
-            StoredRow(_row_chunk(r), r["chunk_id"], 1.0 - float(r["_distance"]))
-            for r in table.to_pylist()
-        ]
+        """Nearest chunks by cosine similarity, best first (see `run_queries`)."""
+        return self.run_queries([VectorQuery(vector, limit, where)])[0]
 
     def keyword_search(self, text: str, limit: int, where: str | None = None) -> list[StoredRow]:
-        """BM25 full-text matches on `text`, best first. The query is matched as words, never
-        parsed as a query language, so quotes and operators in user text cannot fail."""
+        """BM25 full-text matches on `text`, best first (see `run_queries`)."""
+        return self.run_queries([KeywordQuery(text, limit, where)])[0]
+
+    def _reader(self) -> tuple[Any, Any]:
+        """This collection's event loop and async table, opened on first use and moved to
+        the latest version after this object wrote to the table."""
+        import asyncio
+
+        import lancedb
+
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+
+            async def open_table() -> Any:
+                db = await lancedb.connect_async(self.store.uri)
+                return await db.open_table(self.name)
+
+            self._async_table = self._loop.run_until_complete(open_table())
+            self._reader_stale = False
+        if self._reader_stale:
+            self._loop.run_until_complete(self._async_table.checkout_latest())
+            self._reader_stale = False
+        return self._loop, self._async_table
+
+    def close(self) -> None:
+        """Close the search event loop (searching again reopens it)."""
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+            self._async_table = None
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    vector: Sequence[float]
+    limit: int
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    text: str
+    limit: int
+    where: str | None = None
+
+
+def _async_query(table: Any, q: VectorQuery | KeywordQuery, indexed: bool) -> Any:
+    """The LanceDB async query builder for one search (prefilter is the async default)."""
+    if isinstance(q, VectorQuery):
+        builder = (
+            table.query()
+            .nearest_to([float(x) for x in q.vector])
+            .column("vector")
+            .distance_type("cosine")
+        )
+        if indexed:
+            builder = builder.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+        columns = [*RESULT_COLUMNS, "_distance"]
+    else:
         from lancedb.query import MatchQuery
 
-        query = self.table.search(MatchQuery(text, "text"), query_type="fts")
-        if where:
-            query = query.where(where, prefilter=True)
-        table = query.select([*RESULT_COLUMNS, "_score"]).limit(limit).to_arrow()
-        return [
-            StoredRow(_row_chunk(r), r["chunk_id"], float(r["_score"])) for r in table.to_pylist()
-        ]
+        builder = table.query().nearest_to_text(MatchQuery(q.text, "text"))
+        columns = [*RESULT_COLUMNS, "_score"]
+    if q.where:
+        builder = builder.where(q.where)
+    return builder.select(columns).limit(q.limit)
 
 
 def _vector_array(np: Any, pa: Any, vectors: Sequence[Any], dim: int) -> pa.Array:
