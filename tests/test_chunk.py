@@ -17,6 +17,7 @@ from localgpt_cli.rag.chunk import (
     PROSE_SIZE,
     chunk_document,
     resolve_limits,
+    split_spans,
 )
 from localgpt_cli.rag.parse import parse_file
 from localgpt_cli.rag.types import Chunk, ParsedDocument, Section
@@ -40,10 +41,8 @@ def prose(n_words: int, seed: int = 0) -> str:
     return "".join(out)
 
 
-def doc_of(text: str, doc_type: str = "text", **section: object) -> ParsedDocument:
-    return ParsedDocument(
-        path="mem.txt", type=doc_type, sections=[Section(text=text, line_start=1, **section)]
-    )  # type: ignore[arg-type]
+def doc_of(text: str, doc_type: str = "text") -> ParsedDocument:
+    return ParsedDocument(path="mem.txt", type=doc_type, sections=[Section(text, line_start=1)])
 
 
 def overlap_of(prev: Chunk, nxt: Chunk) -> str:
@@ -239,10 +238,10 @@ def test_markdown_chunks_carry_heading_paths(tmp_path: Path) -> None:
     path = tmp_path / "guide.md"
     path.write_text(MARKDOWN)
     chunks = chunk_document(parse_file(path), "d")
+    order = ["Guide", "Guide > Install", "Guide > Install > Linux"]
     headings = [c.heading for c in chunks]
-    assert headings[0] == "Guide"
-    assert headings[-1] == "Guide > Install > Linux"
-    assert headings == sorted(headings, key=["Guide", "Guide > Install", headings[-1]].index)
+    assert headings == sorted(headings, key=lambda h: order.index(h or ""))
+    assert set(headings) == set(order)
     assert "comment in a fence" in next(c.text for c in chunks if c.heading == "Guide > Install")
 
 
@@ -336,5 +335,36 @@ def test_chunks_minus_overlaps_are_the_words_in_order(
     assert rebuilt == words
     text_lines = text.split("\n")
     for chunk in chunks:
+        assert chunk.line_start is not None
         window = "\n".join(text_lines[chunk.line_start - 1 : chunk.line_end])
         assert chunk.text in window
+
+
+PIECES = st.sampled_from([*"ab .。\n\t\xa0\x0b\x0c\u3000\u2028é中#()", "def ", "\n@", "x" * 60])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(PIECES, max_size=300).map("".join),
+    size=st.integers(min_value=50, max_value=120),
+    overlap=st.integers(min_value=0, max_value=49),
+    code=st.booleans(),
+)
+def test_any_text_is_covered_by_spans_within_size(
+    text: str, size: int, overlap: int, code: bool
+) -> None:
+    """Whatever the whitespace (NBSP, form feed, CJK space), every non-space character
+    lands in a chunk, no chunk is longer than size or starts/ends with whitespace
+    (code may keep indentation), and chunking terminates."""
+    spans = split_spans(text, size, overlap, code=code)
+    covered = bytearray(len(text))
+    prev_start = prev_end = -1
+    for start, end in spans:
+        assert 0 <= start < end <= len(text)
+        assert end - start <= size
+        assert start > prev_start and end > prev_end
+        assert not text[end - 1].isspace()
+        assert not text[start].isspace() or (code and text[start] in " \t")
+        covered[start:end] = b"\x01" * (end - start)
+        prev_start, prev_end = start, end
+    assert all(covered[i] or ch.isspace() for i, ch in enumerate(text))

@@ -33,10 +33,13 @@ CODE_OVERLAP = 60
 MIN_SIZE = 50
 DEFAULT_MAX_CHUNKS = 2000
 
-SPACES = " \t\n"
 BLANK_LINE = re.compile(r"\n[ \t]*\n")
-SENTENCE_END = re.compile(r"[.!?…][\"'’”)\]»]*(?=[ \t\n])")
-SPACE_RUN = re.compile(r"[ \t\n]+")
+# A sentence ends at . ! ? before a space, or at CJK full stops, which take no space.
+SENTENCE_END = re.compile(r"[.!?…][\"'’”)\]»]*(?=[ \t\n])|[。！？][」』”）]*")
+# Any whitespace, as str.split() and str.isspace() see it: chunk edges must agree
+# with what a test (or a user) calls a word.
+SPACE_RUN = re.compile(r"\s+")
+LAST_SPACE = re.compile(r"\s\S*\Z")  # searched with endpos: the last space before it
 # A line that starts a top-level definition in the languages users keep in their trees.
 # Only column-0 lines count: methods inside a class stay with the class where they fit.
 # It starts with the newline before the line: a literal prefix lets the regex engine skip
@@ -162,10 +165,11 @@ def _place(
     """Start, end and hard-cut flag of the next chunk.
 
     It starts at `start` (with the previous chunk's tail) if a break fits, else at
-    `fresh` (no overlap), else it is a hard cut through a word longer than `size`.
+    `fresh` (no overlap), else at `word` (without a code line's indentation), else it
+    is a hard cut through a word longer than `size`.
     """
     n = len(text)
-    for begin in (start, fresh) if start < fresh else (fresh,):
+    for begin in dict.fromkeys((start, fresh, word)):
         if n - begin <= size:
             return begin, _trim_end(text, n), False
         end = _find_break(text, begin, size, word, plan)
@@ -219,7 +223,11 @@ def _sentence_end(text: str, lo: int, hi: int, start: int) -> int:
 
 def _space(text: str, lo: int, hi: int, start: int) -> int:
     hi += 1
-    return max(text.rfind(" ", lo, hi), text.rfind("\n", lo, hi), text.rfind("\t", lo, hi))
+    found = max(text.rfind(" ", lo, hi), text.rfind("\n", lo, hi), text.rfind("\t", lo, hi))
+    if found < 0:  # rare: only exotic spaces (NBSP, ideographic space, form feed)
+        m = LAST_SPACE.search(text, lo, hi)
+        found = m.start() if m else -1
+    return found
 
 
 def _definition(text: str, lo: int, hi: int, start: int) -> int:
@@ -277,8 +285,12 @@ def _line_aware_start(text: str, pos: int, code: bool) -> int:
         return word
     newline = text.rfind("\n", pos, word)
     if newline >= 0:
-        return newline + 1
-    return 0 if pos == 0 else word
+        line = newline + 1
+    elif pos == 0:
+        line = 0
+    else:
+        return word
+    return line if not text[line:word].strip(" \t") else word
 
 
 def _overlap_start(text: str, start: int, end: int, overlap: int, code: bool) -> int | None:
