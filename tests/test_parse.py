@@ -423,3 +423,17 @@ def test_corrupt_pdf_fails_quietly_with_a_reason(
     assert err.value.code == "invalid_input"
     assert capsys.readouterr().err == ""
     assert [r for r in caplog.records if r.name.startswith("pypdf")] == []
+
+
+def test_repairable_pdf_is_read_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = pdf_bytes(["Recovered text", "Page two"])
+    xref_at = data.rindex(b"startxref\n") + len(b"startxref\n")
+    path = tmp_path / "damaged.pdf"
+    path.write_bytes(data[:xref_at] + b"999\n%%EOF\n")  # wrong xref offset
+    doc = parse_file(path)
+    assert [(s.page, s.text) for s in doc.sections] == [(1, "Recovered text"), (2, "Page two")]
+    assert len(doc.warnings) == 1
+    assert doc.warnings[0].startswith("damaged PDF, read with repairs (")
+    assert capsys.readouterr().err == ""
