@@ -265,6 +265,16 @@ def test_html_keeps_visible_text_structure_and_headings(tmp_path: Path) -> None:
     assert doc.sections[3].text == "Other\n\nLast\nline"
 
 
+def test_html_heading_left_open_ends_at_the_next_block(tmp_path: Path) -> None:
+    path = tmp_path / "sloppy.html"
+    path.write_text("<h2>Open heading<p>Body text.</p><h3>Sub</h3>More.")
+    doc = parse_file(path)
+    assert [(s.heading, s.text) for s in doc.sections] == [
+        ("Open heading", "Open heading\n\nBody text."),
+        ("Open heading > Sub", "Sub\n\nMore."),
+    ]
+
+
 def test_html_meta_charset_is_honoured(tmp_path: Path) -> None:
     path = tmp_path / "old.htm"
     path.write_bytes(
@@ -332,6 +342,18 @@ def test_docx_paragraphs_and_heading_styles(tmp_path: Path) -> None:
         (None, "Preface text."),
         ("Install > Linux", "Linux\nRun the installer.\nTab\tafter\ncell one\ncell two"),
         ("Usage", "Usage\nStart it."),
+    ]
+
+
+def test_docx_outline_levels_mark_headings(tmp_path: Path) -> None:
+    outline = '<w:p><w:pPr><w:outlineLvl w:val="{}"/></w:pPr><w:r><w:t>{}</w:t></w:r></w:p>'
+    body = (
+        outline.format(0, "Part") + outline.format(9, "Body text.") + outline.format(1, "Chapter")
+    )
+    doc = parse_file(make_docx(tmp_path / "outline.docx", body + _paragraph("Words.")))
+    assert [(s.heading, s.text) for s in doc.sections] == [
+        ("Part", "Part\nBody text."),
+        ("Part > Chapter", "Chapter\nWords."),
     ]
 
 

@@ -77,9 +77,15 @@ def _heading_levels(archive: zipfile.ZipFile) -> dict[str, int]:
             levels[style_id] = int(match[1])
         elif name.lower() == "title":
             levels[style_id] = 0
-        elif outline is not None and outline.get(f"{W}val", "").isdigit():
-            levels[style_id] = int(outline.get(f"{W}val", "0")) + 1
+        elif outline is not None and (level := _outline_level(outline)) is not None:
+            levels[style_id] = level
     return levels
+
+
+def _outline_level(outline: ET.Element) -> int | None:
+    """w:outlineLvl 0..8 are heading levels 1..9; 9 means body text."""
+    value = outline.get(f"{W}val", "")
+    return int(value) + 1 if value.isdigit() and int(value) < 9 else None
 
 
 def _style_level(paragraph: ET.Element, levels: dict[str, int]) -> int | None:
@@ -88,8 +94,8 @@ def _style_level(paragraph: ET.Element, levels: dict[str, int]) -> int | None:
     if props is None:
         return None
     outline = props.find(f"{W}outlineLvl")
-    if outline is not None and outline.get(f"{W}val", "").isdigit():
-        return int(outline.get(f"{W}val", "0")) + 1
+    if outline is not None:
+        return _outline_level(outline)
     style = props.find(f"{W}pStyle")
     style_id = style.get(f"{W}val", "") if style is not None else ""
     if style_id in levels:

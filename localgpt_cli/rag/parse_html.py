@@ -57,6 +57,8 @@ class _Extractor(HTMLParser):
             return
         if self._skip_depth:
             return
+        if self._heading_level is not None and (tag in PARAGRAPH_BREAKS or tag in HEADINGS):
+            self.handle_endtag(f"h{self._heading_level}")  # a heading left open ends here
         if tag in HEADINGS:
             self._start_section()
             self._heading_level = HEADINGS[tag]
