@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.rag.types import ParsedDocument, Section
@@ -66,7 +67,7 @@ def parse_pdf(path: Path) -> ParsedDocument:
 
 
 def _extract(
-    path: Path, fh: object, log: _Collector
+    path: Path, fh: BinaryIO, log: _Collector
 ) -> tuple[list[Section], list[tuple[int, str]], int]:
     """Sections of the pages with text, pages whose extraction failed, and the page count."""
     from pypdf import PasswordType, PdfReader
