@@ -241,7 +241,7 @@ class _Searcher:
     @property
     def has_vectors(self) -> bool:
         if self._has_vectors is None:
-            self._has_vectors = self.collection.count_with_vectors() > 0
+            self._has_vectors = self.collection.has_vectors()
         return self._has_vectors
 
     def plan(self, text: str, vector: Sequence[float] | None) -> _Plan:

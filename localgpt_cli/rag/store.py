@@ -48,7 +48,7 @@ VECTOR_INDEX_MIN_ROWS = 50_000
 NPROBES = 20
 REFINE_FACTOR = 10
 
-# Rows fetched per scan when listing documents or pending chunks; bounds memory on big tables.
+# Text hashes per `IN (...)` filter of the embedding-cache lookup: keeps each SQL filter short.
 _FILTER_BATCH = 500
 
 _META_MODEL = "localgpt:embed_model"
@@ -445,6 +445,56 @@ class Collection:
         self._reader_stale = True
         return int(result.version)
 
+    def write_documents(
+        self,
+        document_ids: Sequence[str],
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Any],
+        *,
+        append: bool,
+    ) -> None:
+        """Make `chunks` the rows of all of `document_ids`, in one commit.
+
+        Ingest groups small documents into one commit because each commit costs tens of
+        milliseconds (a per-file commit dominated a run over many small files); the group
+        is still atomic, so a crash leaves each document old or new. With `append` the
+        caller knows none of the documents is stored, so a plain append replaces the
+        merge's join over the whole table. A document with no chunks is deleted.
+        """
+        ids = sorted(set(document_ids))
+        if not chunks:
+            self.delete_documents(ids)
+            return
+        data = self._rows_table(chunks, vectors)
+        if append:
+            self.table.add(data, on_bad_vectors="null")
+        else:
+            (
+                self.table.merge_insert("chunk_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(sql_in("document_id", ids))
+                .execute(data, on_bad_vectors="null")
+            )
+        self._reader_stale = True
+
+    def move_document(self, document_id: str, path: str) -> None:
+        """Give a document's rows a new path (a file moved: same text, same vectors)."""
+        self.table.update(where=f"document_id = {sql_string(document_id)}", values={"path": path})
+        self._reader_stale = True
+
+    def document_ids(self) -> set[str]:
+        """Ids of the stored documents (one scan of one column)."""
+        table = _scan_all_arrow(self.table.search().select(["document_id"]))
+        return set(table.column("document_id").unique().to_pylist())
+
+    def embedded_hashes(self) -> set[str]:
+        """Text hashes of the chunks stored with a vector: what the embedding cache holds."""
+        if not self.has_vector_column():
+            return set()
+        query = self.table.search().where("vector IS NOT NULL").select(["text_hash"])
+        return set(_scan_all_arrow(query).column("text_hash").unique().to_pylist())
+
     def delete_documents(self, document_ids: Iterable[str]) -> int:
         """Delete every row of these documents in one commit; returns rows deleted."""
         ids = sorted(set(document_ids))
@@ -488,6 +538,11 @@ class Collection:
 
     def has_vector_column(self) -> bool:
         return "vector" in self.schema.names
+
+    def has_vectors(self) -> bool:
+        """Whether vector search can find anything; cheap once the ANN index exists
+        (counting non-null vectors scans the column)."""
+        return self.has_vector_index() or self.count_with_vectors() > 0
 
     def count_with_vectors(self) -> int:
         if not self.has_vector_column():

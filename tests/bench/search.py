@@ -244,6 +244,34 @@ def batch_throughput(rows: int = 4_000, dim: int = 384, n_queries: int = 200) ->
     return out
 
 
+def flat_sweep(sizes: list[int], dim: int, n_queries: int = 10) -> list[dict]:
+    """Exact-scan latency below the index threshold, and what building the index costs
+    there: the measurements behind VECTOR_INDEX_MIN_ROWS."""
+    x_all, labels_all = dataset(max(sizes), dim)
+    queries, _ = draw(np.random.default_rng(2024), centres(dim), n_queries)
+    out = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            coll = open_store(Path(tmp) / "lancedb").collection("flat", create=True, dim=dim)
+            load_collection(coll, x_all[:n], labels_all[:n])
+            coll.optimize()
+            texts = ["t1w1"] * n_queries
+            flat_p50, _ = run_searches(coll, queries, texts, "vector")
+            t0 = time.perf_counter()
+            coll.build_vector_index()
+            build_s = time.perf_counter() - t0
+            indexed_p50, _ = run_searches(coll, queries, texts, "vector")
+            out.append(
+                {
+                    "rows": n,
+                    "flat_vector_p50_ms": flat_p50,
+                    "index_build_s": build_s,
+                    "indexed_vector_p50_ms": indexed_p50,
+                }
+            )
+    return out
+
+
 def import_times(repeat: int = 5) -> dict:
     """Wall time of fresh interpreters importing lancedb, and what the time is spent on."""
 
@@ -292,6 +320,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--no-import-times", action="store_true")
     ap.add_argument(
+        "--flat-sweep",
+        default="",
+        help="e.g. 10000,25000,50000: exact-scan "
+        "latency and index build time at these sizes (uses the largest cached set)",
+    )
+    ap.add_argument(
         "--min-rows",
         type=int,
         default=VECTOR_INDEX_MIN_ROWS,
@@ -301,6 +335,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"VECTOR_INDEX_MIN_ROWS={VECTOR_INDEX_MIN_ROWS}", flush=True)
     if not args.no_import_times:
         print(json.dumps({"import": import_times()}), flush=True)
+    if args.flat_sweep:
+        sweep = flat_sweep([int(s) for s in args.flat_sweep.split(",")], args.dim)
+        print(json.dumps({"flat_sweep": sweep}), flush=True)
     print(json.dumps({"batch": batch_throughput()}), flush=True)
     for n in (int(s) for s in args.sizes.split(",") if s):
         result = bench_size(n, args.dim, args.queries, args.skip_jsonl_above, args.min_rows)
