@@ -389,6 +389,19 @@ def test_search_ranks_and_limits(store: HistoryStore):
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
 
 
+def test_search_ranks_only_the_newest_matches_of_a_common_word(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+):
+    conv = store.create_conversation("m")
+    oldest_best = store.add_message(conv.id, "user", "ping ping ping")
+    newer = [store.add_message(conv.id, "user", f"ping number {i} of many") for i in range(5)]
+    assert store.search("ping")[0].message_id == oldest_best.id
+    monkeypatch.setattr(store_module, "SEARCH_WINDOW", 3)
+    assert {h.message_id for h in store.search("ping")} == {m.id for m in newer[-3:]}
+    # Fewer matches than the window: all of them are ranked.
+    assert [h.message_id for h in store.search("number 1")] == [newer[1].id]
+
+
 # -- deleting -----------------------------------------------------------------------------
 
 
