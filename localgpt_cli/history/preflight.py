@@ -69,7 +69,7 @@ def check_existing(path: Path) -> None:
     try:
         version = user_version(conn)
         application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-        tables = conn.execute("SELECT name FROM sqlite_schema LIMIT 1").fetchall()
+        tables = conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
         raise damaged(path, f"is damaged ({exc})") from exc
     finally:
