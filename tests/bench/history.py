@@ -20,6 +20,7 @@ list` or a `chat -c` turn would after start-up; the figure is the median over
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -210,7 +211,7 @@ def bench_scale(scale: float, repeat: int) -> dict[str, Any]:
         for label, rank in SEARCH_RANKS.items():
             word = words[rank]
             result["search_matches"][label] = {"word": word, "messages": matches(path, word)}
-            ms[f"search_{label}"] = median_ms(lambda w=word: store.search(w), repeat)
+            ms[f"search_{label}"] = median_ms(functools.partial(store.search, word), repeat)
         corpus = Corpus(seed=99)
         conv = store.create_conversation("bench")
         samples = []
