@@ -48,8 +48,9 @@ class Message:
     `thinking` is kept apart from `content` so that the answer text (what the `token`
     packets spelled out) is stored byte for byte. `metadata` holds what the turn
     knew: by convention `sources`, `used_tools`, `usage`, `timings`, and `done_reason`
-    (`stop`, `length`, `max_iterations`, `aborted`, `error`), with `error`
-    ({"code", "message"}) when the answer ended in one.
+    (`stop`, `length`, `max_iterations`, `aborted`, `error`, or `incomplete` for a
+    row added before streaming and never completed), with `error` ({"code",
+    "message"}) when the answer ended in one.
     """
 
     id: str
