@@ -6,8 +6,10 @@ _localgpt() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         case "$path" in
-            "") case "$w" in chat|config|models) path="${path:+$path }$w";; esac;;
+            "") case "$w" in chat|config|history|models|tools) path="${path:+$path }$w";; esac;;
+            "history") case "$w" in export|list|prune|rm|search|show) path="${path:+$path }$w";; esac;;
             "models") case "$w" in list|ps|pull|show) path="${path:+$path }$w";; esac;;
+            "tools") case "$w" in list|show) path="${path:+$path }$w";; esac;;
         esac
     done
     case "$path" in
@@ -15,7 +17,7 @@ _localgpt() {
             case "$prev" in
             --host) return;;
             esac
-            flags="-V --version --json --no-color --host -v --verbose --debug"; subs="chat config models"; files=0;;
+            flags="-V --version --json --no-color --host -v --verbose --debug"; subs="chat config history models tools"; files=0;;
         "chat")
             case "$prev" in
             -m|--model) return;;
@@ -24,10 +26,43 @@ _localgpt() {
             --timeout) return;;
             --cid) return;;
             --window) return;;
+            -T|--tool) return;;
+            --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;
+            --max-iterations) return;;
             esac
-            flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout -c --continue --cid --no-save --window --json"; subs=""; files=0;;
+            flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout -c --continue --cid --no-save --window --tools --no-tools -T --tool --functions --max-iterations --approve --json"; subs=""; files=0;;
         "config")
             flags="--json"; subs=""; files=0;;
+        "history")
+            case "$prev" in
+            -n|--limit) return;;
+            esac
+            flags="-n --limit --json"; subs="export list prune rm search show"; files=0;;
+        "history export")
+            case "$prev" in
+            -f|--format) COMPREPLY=($(compgen -W "json markdown" -- "$cur")); return;;
+            -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return;;
+            esac
+            flags="-f --format -o --output --json"; subs=""; files=0;;
+        "history list")
+            case "$prev" in
+            -n|--limit) return;;
+            esac
+            flags="-n --limit --json"; subs=""; files=0;;
+        "history prune")
+            case "$prev" in
+            --older-than) return;;
+            esac
+            flags="--older-than -y --yes --json"; subs=""; files=0;;
+        "history rm")
+            flags="-y --yes --json"; subs=""; files=0;;
+        "history search")
+            case "$prev" in
+            -n|--limit) return;;
+            esac
+            flags="-n --limit --json"; subs=""; files=0;;
+        "history show")
+            flags="--thinking --json"; subs=""; files=0;;
         "models")
             flags="--refresh --json"; subs="list ps pull show"; files=0;;
         "models list")
@@ -38,6 +73,21 @@ _localgpt() {
             flags="--json"; subs=""; files=0;;
         "models show")
             flags="--json"; subs=""; files=0;;
+        "tools")
+            case "$prev" in
+            --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;
+            esac
+            flags="--functions --json"; subs="list show"; files=0;;
+        "tools list")
+            case "$prev" in
+            --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;
+            esac
+            flags="--functions --json"; subs=""; files=0;;
+        "tools show")
+            case "$prev" in
+            --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;
+            esac
+            flags="--functions --json"; subs=""; files=0;;
     esac
     if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))

@@ -21,6 +21,8 @@ Examples:
   localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
   localgpt chat -c "and in Python?"          # continue the latest conversation
   localgpt chat --cid 01JD3 "go on"         # continue a given one (id prefix)
+  localgpt chat -T calculator "what is 17% of 2,340?"
+  localgpt chat --functions mytools.py "what's the weather in Oslo?"
   localgpt chat            # interactive: /new starts over, /exit quits
 """
 
@@ -67,6 +69,15 @@ def _stdin_text() -> str | None:
 @click.option("--no-save", is_flag=True, help="Do not store this exchange in the history.")
 @click.option("--window", type=click.IntRange(min=0), metavar="N",
               help="History messages to send along (default 20).")
+@click.option("--tools/--no-tools", default=True,
+              help="Let the model call tools (default: when it can).")
+@click.option("-T", "--tool", "only_tools", multiple=True, metavar="NAME",
+              help="Offer only this tool (repeatable).")
+@click.option("--functions", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              metavar="FILE", help="Python file whose functions become tools (repeatable).")
+@click.option("--max-iterations", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Most model calls in one turn of the tool loop.")
+@click.option("--approve", is_flag=True, help="Ask y/n on the terminal before each tool call.")
 @json_option
 @pass_app
 def chat(
@@ -83,6 +94,11 @@ def chat(
     cid: str | None,
     no_save: bool,
     window: int | None,
+    tools: bool,
+    only_tools: tuple[str, ...],
+    functions: tuple[str, ...],
+    max_iterations: int,
+    approve: bool,
 ) -> None:
     """Ask a model. With no PROMPT and a terminal, start an interactive chat.
 
@@ -119,15 +135,21 @@ def chat(
         "save": not no_save,
         "window": app.settings.window,
         "conversation_id": conversation.id if conversation else None,
+        "max_iterations": max_iterations,
     }
+    toolbox = None
+    if tools:
+        from localgpt_cli.cli.toolbox import build_toolbox
+
+        toolbox = build_toolbox(app, only=only_tools, functions=functions, approve=approve)
     if text or stdin_text:
         request = base | {"prompt": text, "stdin_text": stdin_text}
-        sys.exit(run_turn(app, request, hide_thinking, store).code)
+        sys.exit(run_turn(app, request, hide_thinking, store, toolbox).code)
     if not sys.stdin.isatty():
         raise UsageError("Nothing to ask: give a prompt or pipe text into localgpt chat.")
     from localgpt_cli.cli.repl import run_repl
 
-    run_repl(app, base, hide_thinking, store)
+    run_repl(app, base, hide_thinking, store, toolbox)
 
 
 def open_store(app: App, readonly: bool = False) -> Any:
@@ -147,13 +169,13 @@ class TurnOutcome:
 
 
 def run_turn(app: App, request: dict[str, Any], hide_thinking: bool,
-             store: Any = None) -> TurnOutcome:
+             store: Any = None, toolbox: Any = None) -> TurnOutcome:
     """Run one turn through a renderer; the exit code is 130 when interrupted."""
     from localgpt_cli.kernel.session import Turn, TurnRequest
     from localgpt_cli.render.chat import chat_renderer
 
     turn = Turn(app.client, app.catalog, TurnRequest(**request), store=store,
-                warn=app.output.warn)
+                toolbox=toolbox, warn=app.output.warn)
     renderer = chat_renderer(app.output, hide_thinking)
     try:
         for packet in turn:

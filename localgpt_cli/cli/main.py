@@ -31,6 +31,9 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("localgpt_cli.cli.chat", "chat",
              "Ask a model: one-shot, piped, or an interactive REPL."),
     "models": ("localgpt_cli.cli.models", "models", "List, inspect and pull Ollama models."),
+    "tools": ("localgpt_cli.cli.tools", "tools", "List and inspect the tools the model can call."),
+    "history": ("localgpt_cli.cli.history", "history",
+                "List, show, search, export and delete stored conversations."),
     "config": ("localgpt_cli.cli.config_cmd", "config",
                "Show the effective settings and their sources."),
 }

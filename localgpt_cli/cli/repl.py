@@ -9,7 +9,9 @@ from localgpt_cli.cli.app import App
 HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an answer."
 
 
-def run_repl(app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None) -> None:
+def run_repl(
+    app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None, toolbox: Any = None
+) -> None:
     from rich.prompt import Prompt
 
     from localgpt_cli.cli.chat import run_turn
@@ -38,5 +40,5 @@ def run_repl(app: App, base: dict[str, Any], hide_thinking: bool, store: Any = N
             console.print(f"[dim]{HELP}[/dim]")
             continue
         request = base | {"prompt": text, "stdin_text": None, "conversation_id": conversation_id}
-        outcome = run_turn(app, request, hide_thinking, store)
+        outcome = run_turn(app, request, hide_thinking, store, toolbox)
         conversation_id = outcome.conversation_id or conversation_id

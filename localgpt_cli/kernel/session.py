@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import LocalGPTError, ModelNotFound
+from localgpt_cli.kernel import strategy
 from localgpt_cli.kernel.context import DEFAULT_WINDOW, assemble, needed_num_ctx
+from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.llm.catalog import ModelCatalog
@@ -24,8 +26,19 @@ from localgpt_cli.llm.client import ModelInfo, OllamaClient
 if TYPE_CHECKING:
     from localgpt_cli.history.store import HistoryStore
     from localgpt_cli.history.types import Message
+    from localgpt_cli.tools.base import Tool
+    from localgpt_cli.tools.selection import Selection
 
 Warn = Callable[[str, str], None]
+
+
+@dataclass
+class Toolbox:
+    """The tools enabled for a turn, and how to pick the ones offered to the model."""
+
+    tools: list[Tool]
+    select: Callable[[list[Tool], str], Selection] | None = None
+    approve: Approve | None = None
 
 
 @dataclass
@@ -42,6 +55,7 @@ class TurnRequest:
     conversation_id: str | None = None  # continue this conversation (a full id)
     save: bool = True
     window: int = DEFAULT_WINDOW
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
 
     def user_content(self) -> str:
         """The prompt with piped text attached ahead of it (the instruction reads last)."""
@@ -83,6 +97,7 @@ class Turn:
         request: TurnRequest,
         *,
         store: HistoryStore | None = None,
+        toolbox: Toolbox | None = None,
         warn: Warn | None = None,
         factory: PacketFactory | None = None,
     ) -> None:
@@ -90,17 +105,14 @@ class Turn:
         self.catalog = catalog
         self.request = request
         self.store = store
+        self.toolbox = toolbox
         self.factory = factory or PacketFactory()
         self.warn = warn or (lambda code, message: None)
         self.error: LocalGPTError | None = None
         self.finished = False
-        self.iterations = 0
-        self.prompt_tokens: int | None = None
-        self.completion_tokens: int | None = None
-        self.first_token_ms: int | None = None
         self.conversation_id = request.conversation_id
         self.message_id: str | None = None
-        self.normalizer = Normalizer(self.factory)
+        self.loop: AgentLoop | None = None
         self._user_stored = False
         self._start = time.perf_counter()
         self._gen: Iterator[StreamPacket] | None = None
@@ -118,45 +130,56 @@ class Turn:
             self._gen.close()
         if self.finished:
             return []
-        out = self.normalizer.finish()
+        out = self.normalizer.finish() if self.normalizer else []
         out.append(self._done("aborted"))
         return out
 
     @property
-    def answer(self) -> str:
-        return self.normalizer.answer
+    def normalizer(self) -> Normalizer | None:
+        """The current model call's normalizer (None before the first call)."""
+        return self.loop.state.normalizer if self.loop else None
 
     # -- the turn --------------------------------------------------------------
 
     def _run(self) -> Iterator[StreamPacket]:
+        request = self.request
         try:
-            info = self.catalog.show(self.request.model)
-            think = self._think_setting(info)
+            info = self.catalog.show(request.model)
+            plan = strategy.choose(
+                info, think=request.think, want_tools=bool(self.toolbox and self.toolbox.tools),
+                warn=self.warn,
+            )
             messages, options = self._context(info)
-            self.iterations += 1
-            yield from self._call_model(messages, think, options)
-            yield from self.normalizer.finish()
-            reason = "length" if self.normalizer.done_reason == "length" else "stop"
-            yield self._done(reason)
+            offered, enabled = self._tools(plan.use_tools)
+            self.loop = AgentLoop(
+                self.client, request.model, self.factory, tools=offered, enabled=enabled,
+                think=plan.think, options=options, stream=request.stream,
+                max_iterations=request.max_iterations,
+                approve=self.toolbox.approve if self.toolbox else None,
+                on_message=self._store_step, warn=self.warn,
+            )
+            yield from self.loop.run(messages)
+            yield self._done(self.loop.state.reason)
         except LocalGPTError as exc:
             if isinstance(exc, ModelNotFound) and not exc.hint:
-                exc = self.catalog.not_found(self.request.model)
+                exc = self.catalog.not_found(request.model)
             self.error = exc
-            yield from self.normalizer.finish()
+            if self.normalizer:
+                yield from self.normalizer.finish()
             yield self.factory.error(exc.code, str(exc), exc.retryable)
             yield self._done("error")
 
-    def _think_setting(self, info: ModelInfo) -> bool | None:
-        wanted = self.request.think
-        if wanted is None:
-            return True if info.can_think else None
-        if wanted and not info.can_think:
-            self.warn(
-                "thinking_unsupported",
-                f"{self.request.model} cannot think (no 'thinking' capability); answering without.",
-            )
-            return None
-        return wanted
+    def _tools(self, use_tools: bool) -> tuple[list[Tool], list[Tool]]:
+        """(offered, enabled): the selection among many tools, or all of them."""
+        if not use_tools or self.toolbox is None:
+            return [], []
+        enabled = self.toolbox.tools
+        if self.toolbox.select is None:
+            return enabled, enabled
+        selection = self.toolbox.select(enabled, self.request.user_content())
+        if selection.warning:
+            self.warn("tool_selection", selection.warning)
+        return selection.tools, enabled
 
     def _context(self, info: ModelInfo) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Load the history window, store the user message, assemble within the budget."""
@@ -188,58 +211,58 @@ class Turn:
             options["num_ctx"] = num_ctx
         return assembled.messages, options
 
-    def _call_model(
-        self, messages: list[dict[str, Any]], think: bool | None, options: dict[str, Any]
-    ) -> Iterator[StreamPacket]:
-        request = self.request
-        if request.stream:
-            chunks: Iterator[Any] = self.client.chat_stream(
-                request.model, messages, think=think, options=options
-            )
-        else:
-            chunks = iter([self.client.chat(request.model, messages, think=think, options=options)])
-        feed = self.normalizer.feed
-        try:
-            for chunk in chunks:
-                packets = feed(chunk)
-                if packets:
-                    if self.first_token_ms is None:
-                        self.first_token_ms = _ms_since(self._start)
-                    yield from packets
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        self.prompt_tokens = self.normalizer.prompt_eval_count
-        self.completion_tokens = self.normalizer.eval_count
-
-    def _persist(self, reason: str, total_ms: int) -> None:
-        """Store the assistant message: the answer as streamed, marked with how it ended."""
+    def _store_step(self, message: dict[str, Any]) -> None:
+        """Store an intermediate message of the loop: a tool call or a tool result."""
         if self.store is None or not self._user_stored or self.conversation_id is None:
             return
+        if message["role"] == "tool":
+            self.store.add_message(
+                self.conversation_id, "tool", message["content"],
+                tool_name=message["tool_name"], tool_call_id=message["tool_call_id"],
+                metadata={"ok": message["ok"]},
+            )
+        else:
+            self.store.add_message(
+                self.conversation_id, "assistant", message["content"],
+                thinking=message.get("thinking"), tool_calls=message["tool_calls"],
+                metadata={"model": self.request.model, "step": "tool_calls"},
+            )
+
+    def _persist(self, reason: str, timings: dict[str, int | None]) -> None:
+        """Store the final assistant message: the answer as streamed, marked with its end."""
+        if self.store is None or not self._user_stored or self.conversation_id is None:
+            return
+        state = self.loop.state if self.loop else None
         metadata: dict[str, Any] = {
             "done_reason": reason,
             "model": self.request.model,
-            "usage": {"prompt_tokens": self.prompt_tokens,
-                      "completion_tokens": self.completion_tokens},
-            "timings": {"first_token_ms": self.first_token_ms, "total_ms": total_ms},
+            "usage": {"prompt_tokens": state.prompt_tokens if state else None,
+                      "completion_tokens": state.completion_tokens if state else None},
+            "timings": timings,
+            "used_tools": state.offered if state else [],
         }
         if self.error is not None:
             metadata["error"] = {"code": self.error.code, "message": str(self.error)}
+        normalizer = self.normalizer
         message = self.store.add_message(
             self.conversation_id,
             "assistant",
-            self.normalizer.answer,
-            thinking=self.normalizer.reasoning or None,
+            normalizer.answer if normalizer else "",
+            thinking=(normalizer.reasoning or None) if normalizer else None,
             metadata=metadata,
         )
         self.message_id = message.id
 
     def _done(self, reason: str) -> StreamPacket:
         self.finished = True
-        total_ms = _ms_since(self._start)
+        state = self.loop.state if self.loop else None
+        first = state.first_packet_at if state else None
+        timings = {
+            "first_token_ms": int((first - self._start) * 1000) if first else None,
+            "total_ms": _ms_since(self._start),
+        }
         try:
-            self._persist(reason, total_ms)
+            self._persist(reason, timings)
         except LocalGPTError as exc:
             self.warn(exc.code, f"the answer could not be stored: {exc}")
         return self.factory.done(
@@ -247,9 +270,10 @@ class Turn:
             model=self.request.model,
             conversation_id=self.conversation_id if self._user_stored else None,
             message_id=self.message_id,
-            iterations=self.iterations,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            first_token_ms=self.first_token_ms,
-            total_ms=total_ms,
+            iterations=state.iterations if state else 0,
+            prompt_tokens=state.prompt_tokens if state else None,
+            completion_tokens=state.completion_tokens if state else None,
+            first_token_ms=timings["first_token_ms"],
+            total_ms=timings["total_ms"],
+            used_tools=state.offered if state else [],
         )

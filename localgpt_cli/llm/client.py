@@ -316,6 +316,16 @@ class OllamaClient:
                 raise ModelNotFound(f"Model {model!r} is not in the registry.") from exc
             raise
 
+    # -- hosted web tools (need OLLAMA_API_KEY; always ollama.com) --------------
+
+    def web_search(self, query: str, max_results: int = 5) -> Any:
+        with self._errors():
+            return self.client.web_search(query=query, max_results=max_results)
+
+    def web_fetch(self, url: str) -> Any:
+        with self._errors():
+            return self.client.web_fetch(url=url)
+
     # -- embeddings ------------------------------------------------------------
 
     def embed(

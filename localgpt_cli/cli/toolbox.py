@@ -1,0 +1,90 @@
+"""Builds the tools a `chat` turn may use, shared by `chat` and `localgpt tools`.
+
+The registry is the same for both commands, so `localgpt tools list` shows exactly
+what a chat with the same flags would offer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from localgpt_cli.cli.app import App
+from localgpt_cli.config import cache_dir
+from localgpt_cli.errors import UsageError
+
+SELECTION_LIMIT = 12
+SELECTION_TOP_K = 6
+
+
+def build_registry(app: App, functions: Sequence[str] = (), search: Any = None) -> Any:
+    """Built-ins, plugins and --functions files; warnings go to stderr."""
+    from localgpt_cli.tools.registry import ToolContext, build_registry
+
+    client = app.client
+    context = ToolContext(
+        search=search,
+        web_search=client.web_search,
+        web_fetch=client.web_fetch,
+        ollama_api_key_set=bool(os.environ.get("OLLAMA_API_KEY")),
+    )
+    registry, warnings = build_registry(context, functions_files=list(functions))
+    for warning in warnings:
+        app.output.warn("tool_plugin", warning)
+    return registry
+
+
+def build_toolbox(
+    app: App,
+    *,
+    only: Sequence[str] = (),
+    functions: Sequence[str] = (),
+    approve: bool = False,
+    search: Any = None,
+) -> Any:
+    """The Toolbox for a turn: enabled tools, semantic selection, optional approval."""
+    from localgpt_cli.kernel.session import Toolbox
+
+    registry = build_registry(app, functions, search)
+    if only:
+        unknown = [n for n in only if n not in registry]
+        if unknown:
+            raise UsageError(
+                f"Unknown tool(s) for -T: {', '.join(unknown)}.",
+                hint=f"Available: {', '.join(registry.names())}.",
+            )
+        registry = registry.only(list(only))
+    embed_model = app.settings.embed_model
+
+    def select(tools: list[Any], message: str) -> Any:
+        from localgpt_cli.tools.selection import select_tools
+
+        return select_tools(
+            tools, message,
+            embed=lambda texts: app.client.embed(embed_model, texts),
+            embed_model=embed_model, cache_dir=cache_dir() / "tools",
+            limit=SELECTION_LIMIT, top_k=SELECTION_TOP_K,
+        )
+
+    return Toolbox(
+        tools=list(registry), select=select, approve=_terminal_approval() if approve else None
+    )
+
+
+def _terminal_approval() -> Any:
+    """Ask y/n on the terminal before each tool call (stdin may be a pipe of context)."""
+    try:
+        tty = open("/dev/tty", "r+")  # noqa: SIM115 - kept open for the whole turn
+    except OSError:
+        raise UsageError("--approve needs a terminal to ask on.") from None
+
+    def approve(name: str, arguments: dict[str, Any]) -> bool:
+        from localgpt_cli.render.chat import tool_line
+
+        tty.write(f"Run {tool_line(name, arguments)}? [y/N] ")
+        tty.flush()
+        answer = tty.readline().strip().lower()
+        return answer in ("y", "yes")
+
+    return approve

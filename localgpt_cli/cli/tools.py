@@ -1,0 +1,75 @@
+"""`localgpt tools`: the tools a chat can offer the model (list, show)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.render.tables import print_table
+
+EPILOG = """\b
+Examples:
+  localgpt tools                         # same as: localgpt tools list
+  localgpt tools --functions mytools.py  # include the functions of a file
+  localgpt tools show calculator --json | jq .parameters
+"""
+
+_functions = click.option(
+    "--functions", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+    help="Python file whose top-level functions become tools (repeatable).",
+)
+
+
+@click.group(invoke_without_command=True, epilog=EPILOG)
+@_functions
+@json_option
+@click.pass_context
+def tools(ctx: click.Context, functions: tuple[str, ...]) -> None:
+    """List and inspect the tools the agent loop can call."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_cmd, functions=functions)
+
+
+@tools.command("list", epilog="Example:\n\n  localgpt tools list --json | jq -r .name")
+@_functions
+@json_option
+@pass_app
+def list_cmd(app: App, functions: tuple[str, ...]) -> None:
+    """Name, description, source (builtin, plugin:…, file:…) and whether it is core."""
+    from localgpt_cli.cli.toolbox import build_registry
+    from localgpt_cli.tools.base import describe
+
+    registry = build_registry(app, functions)
+    if app.output.json:
+        for tool in registry:
+            record = describe(tool)
+            record.pop("parameters")
+            app.output.record(record)
+        return
+    rows = [[t.name, "yes" if t.core else "", t.source, t.description.split(". ")[0]]
+            for t in registry]
+    print_table(app.output, ["NAME", "CORE", "SOURCE", "DESCRIPTION"], rows)
+
+
+@tools.command("show", epilog="Example:\n\n  localgpt tools show read_file")
+@click.argument("name")
+@_functions
+@json_option
+@pass_app
+def show_cmd(app: App, name: str, functions: tuple[str, ...]) -> None:
+    """A tool's description, examples and parameter schema."""
+    from localgpt_cli.cli.toolbox import build_registry
+    from localgpt_cli.tools.base import describe
+
+    tool = build_registry(app, functions)[name]
+    record = describe(tool) | {"examples": list(tool.examples)}
+    if app.output.json:
+        app.output.record(record)
+        return
+    rows = [["name", tool.name], ["source", tool.source], ["core", "yes" if tool.core else "no"],
+            ["description", tool.description],
+            ["examples", "; ".join(tool.examples) or "-"],
+            ["parameters", json.dumps(tool.parameters, indent=2, ensure_ascii=False)]]
+    print_table(app.output, ["", ""], rows, header=False)

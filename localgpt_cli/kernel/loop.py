@@ -1,0 +1,210 @@
+"""The agent loop: call the model, run the tools it asks for, feed results back.
+
+The model decides when it is done (a response without tool calls). The loop only
+guards the edges: an iteration cap, a call repeated three times in a row, and tool
+failures — an unknown name, arguments that do not fit the schema, a tool that raises —
+which become a `tool_result` with `ok: false` that the model reads and can recover
+from. Nothing a tool does ends the user's turn with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.errors import UnsupportedCapability
+from localgpt_cli.kernel.normalize import Normalizer, ToolCallRequest
+from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
+from localgpt_cli.llm.client import OllamaClient
+
+if TYPE_CHECKING:
+    from localgpt_cli.tools.base import Tool
+
+DEFAULT_MAX_ITERATIONS = 10
+REPEAT_LIMIT = 3
+
+Warn = Callable[[str, str], None]
+Approve = Callable[[str, dict[str, Any]], bool]
+OnMessage = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class LoopState:
+    """What the loop has produced so far; the turn reads it for `done` and the history."""
+
+    iterations: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    first_packet_at: float | None = None
+    reason: str = "stop"
+    normalizer: Normalizer | None = None
+    calls_made: int = 0
+    offered: list[str] = field(default_factory=list)
+
+
+def _add(total: int | None, part: int | None) -> int | None:
+    if part is None:
+        return total
+    return part if total is None else total + part
+
+
+class AgentLoop:
+    """Runs iterations until the model answers without tool calls, or a guard stops it."""
+
+    def __init__(
+        self,
+        client: OllamaClient,
+        model: str,
+        factory: PacketFactory,
+        *,
+        tools: Sequence[Tool] = (),
+        enabled: Sequence[Tool] = (),
+        think: bool | None = None,
+        options: dict[str, Any] | None = None,
+        stream: bool = True,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        approve: Approve | None = None,
+        on_message: OnMessage | None = None,
+        warn: Warn | None = None,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.factory = factory
+        self.tools = {t.name: t for t in tools}  # offered to the model
+        # Any enabled tool may run, also one the selection did not offer this turn.
+        self.enabled = {t.name: t for t in enabled} | self.tools
+        self.think = think
+        self.options = options or {}
+        self.stream = stream
+        self.max_iterations = max_iterations
+        self.approve = approve
+        self.on_message = on_message or (lambda message: None)
+        self.warn = warn or (lambda code, message: None)
+        self.state = LoopState(offered=list(self.tools))
+        self._call_seq = 0
+        self._last_signature: str | None = None
+        self._repeats = 0
+
+    def run(self, messages: list[dict[str, Any]]) -> Iterator[StreamPacket]:
+        state = self.state
+        while state.iterations < self.max_iterations:
+            state.iterations += 1
+            normalizer = state.normalizer = Normalizer(self.factory)
+            yield from self._call_model(messages, normalizer)
+            yield from normalizer.finish()
+            state.prompt_tokens = _add(state.prompt_tokens, normalizer.prompt_eval_count)
+            state.completion_tokens = _add(state.completion_tokens, normalizer.eval_count)
+            if not normalizer.tool_calls:
+                state.reason = "length" if normalizer.done_reason == "length" else "stop"
+                return
+            assistant = {
+                "role": "assistant",
+                "content": normalizer.answer,
+                "thinking": normalizer.reasoning or None,
+                "tool_calls": [
+                    {"function": {"name": c.name, "arguments": c.arguments}}
+                    for c in normalizer.tool_calls
+                ],
+            }
+            self.on_message(assistant)
+            messages.append({k: v for k, v in assistant.items() if k != "thinking"})
+            for call in normalizer.tool_calls:
+                yield from self._run_tool(call, messages)
+                if self._repeats >= REPEAT_LIMIT:
+                    self.warn(
+                        "tool_loop",
+                        f"the model called {call.name} with the same arguments "
+                        f"{REPEAT_LIMIT} times in a row; stopping the loop.",
+                    )
+                    state.reason = "stop"
+                    return
+        state.reason = "max_iterations"
+        self.warn(
+            "max_iterations",
+            f"stopped after {self.max_iterations} model calls (--max-iterations).",
+        )
+
+    # -- one model call --------------------------------------------------------
+
+    def _call_model(
+        self, messages: list[dict[str, Any]], normalizer: Normalizer
+    ) -> Iterator[StreamPacket]:
+        definitions = [t.to_ollama() for t in self.tools.values()]
+        try:
+            yield from self._stream(messages, normalizer, definitions)
+        except UnsupportedCapability as exc:
+            if exc.code != "tools_unsupported" or not definitions:
+                raise
+            # The server knows better than /api/show: once more, without tools.
+            self.warn("tools_unsupported", f"{self.model} refused tools; answering without them.")
+            self.tools, self.enabled = {}, {}
+            self.state.offered = []
+            yield from self._stream(messages, normalizer, [])
+
+    def _stream(
+        self,
+        messages: list[dict[str, Any]],
+        normalizer: Normalizer,
+        definitions: list[dict[str, Any]],
+    ) -> Iterator[StreamPacket]:
+        if self.stream:
+            chunks: Iterator[Any] = self.client.chat_stream(
+                self.model, messages, tools=definitions, think=self.think, options=self.options
+            )
+        else:
+            chunks = iter([self.client.chat(self.model, messages, tools=definitions,
+                                            think=self.think, options=self.options)])
+        feed = normalizer.feed
+        try:
+            for chunk in chunks:
+                packets = feed(chunk)
+                if packets:
+                    if self.state.first_packet_at is None:
+                        self.state.first_packet_at = time.perf_counter()
+                    yield from packets
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+    # -- one tool call ---------------------------------------------------------
+
+    def _run_tool(
+        self, call: ToolCallRequest, messages: list[dict[str, Any]]
+    ) -> Iterator[StreamPacket]:
+        from localgpt_cli.tools.base import ToolError
+
+        self._call_seq += 1
+        self.state.calls_made += 1
+        call_id = f"call_{self.state.iterations}_{self._call_seq}"
+        signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}"
+        self._repeats = self._repeats + 1 if signature == self._last_signature else 1
+        self._last_signature = signature
+        yield self.factory.make("tool_start", {
+            "call_id": call_id, "name": call.name, "arguments": call.arguments,
+            "iteration": self.state.iterations,
+        })
+        start = time.perf_counter()
+        tool = self.enabled.get(call.name)
+        ok = False
+        if tool is None:
+            available = ", ".join(self.enabled) or "none"
+            result = f"Error: there is no tool named {call.name!r}. Available tools: {available}."
+        elif self.approve is not None and not self.approve(call.name, call.arguments):
+            result = "Error: the user declined to run this tool call."
+        else:
+            try:
+                result, ok = tool.run(call.arguments), True
+            except ToolError as exc:
+                result = f"Error: {exc}"
+        duration_ms = int((time.perf_counter() - start) * 1000)
+        yield self.factory.make("tool_result", {
+            "call_id": call_id, "name": call.name, "ok": ok, "result": result,
+            "duration_ms": duration_ms,
+        })
+        message = {"role": "tool", "tool_name": call.name, "content": result}
+        messages.append(message)
+        self.on_message({**message, "tool_call_id": call_id, "ok": ok})

@@ -1,0 +1,214 @@
+"""The agent loop through `localgpt chat`: tool calls, failures fed back, guards,
+strategies for models without tools, history replay, tool selection."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.cli import invoke, run, validate_packets
+from tests.standin import Reply
+
+
+def calc(expr: str) -> dict:
+    return {"name": "calculator", "arguments": {"expression": expr}}
+
+
+def packets_of(r):
+    packets = r.records()
+    validate_packets(packets)
+    return packets
+
+
+def by_type(packets, kind):
+    return [p["payload"] for p in packets if p["type"] == kind]
+
+
+def test_calculate_5_plus_5_runs_the_tool_and_answers_with_it(standin):
+    standin.script(Reply(tool_calls=[calc("5 + 5")]), Reply(content="5 + 5 is 10."))
+    r = invoke("chat", "--json", "calculate 5 + 5")
+    assert r.exit_code == 0, r.stderr
+    packets = packets_of(r)
+    (start,) = by_type(packets, "tool_start")
+    (result,) = by_type(packets, "tool_result")
+    assert start["name"] == "calculator" and start["arguments"] == {"expression": "5 + 5"}
+    assert start["iteration"] == 1
+    assert result == {"call_id": start["call_id"], "name": "calculator", "ok": True,
+                      "result": "10", "duration_ms": result["duration_ms"]}
+    assert "".join(by_type(packets, "token")) == "5 + 5 is 10."
+    done = packets[-1]["payload"]
+    assert done["iterations"] == 2 and done["reason"] == "stop"
+    assert "calculator" in done["used_tools"]
+    first, second = standin.chat_requests()
+    assert "calculator" in [t["function"]["name"] for t in first["tools"]]
+    assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "calculator"
+    assert second["messages"][-1] == {"role": "tool", "content": "10", "tool_name": "calculator"}
+
+
+def test_plain_mode_shows_a_dim_trace_line_on_stderr(standin):
+    standin.script(Reply(tool_calls=[calc("5+5")]), Reply(content="10"))
+    r = invoke("chat", "calculate 5 + 5")
+    assert r.stdout == "10\n"
+    assert 'calculator(expression="5+5") -> 10' in r.stderr
+
+
+def test_reading_etc_passwd_is_refused_inside_the_loop(standin):
+    standin.script(
+        Reply(tool_calls=[{"name": "read_file", "arguments": {"path": "/etc/passwd"}}]),
+        Reply(tool_calls=[{"name": "read_file", "arguments": {"path": "../../x"}}]),
+        Reply(content="I may not read that."),
+    )
+    r = invoke("chat", "--json", "show me /etc/passwd")
+    assert r.exit_code == 0
+    results = by_type(packets_of(r), "tool_result")
+    assert [x["ok"] for x in results] == [False, False]
+    assert "root:" not in results[0]["result"]
+    assert "allowed" in results[0]["result"].lower() or "outside" in results[0]["result"].lower()
+    assert "".join(by_type(packets_of(r), "token")) == "I may not read that."
+
+
+def test_unknown_tool_and_bad_arguments_are_fed_back(standin):
+    standin.script(
+        Reply(tool_calls=[{"name": "teleport", "arguments": {}}]),
+        Reply(tool_calls=[{"name": "calculator", "arguments": {"expression": 5}}]),
+        Reply(content="giving up"),
+    )
+    r = invoke("chat", "--json", "q")
+    unknown, bad = by_type(packets_of(r), "tool_result")
+    assert not unknown["ok"] and "no tool named 'teleport'" in unknown["result"]
+    assert "calculator" in unknown["result"]
+    assert not bad["ok"] and "expression" in bad["result"]
+    sent = standin.chat_requests()[-1]["messages"]
+    assert sent[-1]["role"] == "tool" and sent[-1]["content"] == bad["result"]
+
+
+def test_a_tool_that_raises_does_not_end_the_turn(standin, tmp_path):
+    plugin = tmp_path / "mytools.py"
+    plugin.write_text(textwrap.dedent('''
+        def explode(reason: str) -> str:
+            """Always fails."""
+            raise RuntimeError("boom: " + reason)
+    '''))
+    standin.script(Reply(tool_calls=[{"name": "explode", "arguments": {"reason": "test"}}]),
+                   Reply(content="it failed"))
+    r = invoke("chat", "--json", "--functions", str(plugin), "q")
+    assert r.exit_code == 0
+    (result,) = by_type(packets_of(r), "tool_result")
+    assert not result["ok"] and "boom: test" in result["result"]
+
+
+def test_several_calls_in_one_response_run_in_order(standin):
+    standin.script(Reply(tool_calls=[calc("1+1"), calc("2*3")]), Reply(content="2 and 6"))
+    r = invoke("chat", "--json", "q")
+    assert [x["result"] for x in by_type(packets_of(r), "tool_result")] == ["2", "6"]
+    sent = standin.chat_requests()[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == ["2", "6"]
+
+
+def test_tool_calls_on_the_done_chunk_are_collected(standin):
+    standin.script(Reply(tool_calls=[calc("7*6")], tool_calls_on_done=True), Reply(content="42"))
+    r = invoke("chat", "--json", "q")
+    assert by_type(packets_of(r), "tool_result")[0]["result"] == "42"
+
+
+def test_iteration_cap_ends_with_max_iterations(standin):
+    standin.script(*[Reply(tool_calls=[calc(f"{i}+1")]) for i in range(5)])
+    r = invoke("chat", "--json", "--max-iterations", "2", "q")
+    assert r.exit_code == 0
+    done = packets_of(r)[-1]["payload"]
+    assert done["reason"] == "max_iterations" and done["iterations"] == 2
+    assert "max-iterations" in r.stderr
+
+
+def test_the_same_call_three_times_stops_the_loop(standin):
+    standin.script(*[Reply(tool_calls=[calc("1+1")]) for _ in range(5)])
+    r = invoke("chat", "--json", "q")
+    packets = packets_of(r)
+    assert len(by_type(packets, "tool_result")) == 3
+    assert packets[-1]["payload"]["reason"] == "stop"
+    assert "same arguments 3 times" in r.stderr
+
+
+def test_model_without_tools_still_answers_and_says_so_once(standin):
+    standin.script(Reply(content="no tools here"), model="gemma2")
+    r = invoke("chat", "-m", "gemma2", "calculate 5 + 5")
+    assert r.exit_code == 0 and r.stdout == "no tools here\n"
+    assert r.stderr.count("cannot call tools") == 1
+    assert standin.chat_requests()[-1]["tools"] == []
+
+
+def test_server_refusing_tools_is_retried_once_without(standin):
+    standin.script(
+        Reply(http_status=400, http_error="registry.ollama.ai/library/llama3.2:latest "
+              "does not support tools"),
+        Reply(content="answered anyway"),
+    )
+    r = invoke("chat", "q")
+    assert r.exit_code == 0 and r.stdout == "answered anyway\n"
+    first, second = standin.chat_requests()
+    assert first["tools"] and second["tools"] == []
+
+
+def test_no_tools_and_only_tool_flags(standin):
+    invoke("chat", "--no-tools", "q")
+    assert standin.chat_requests()[-1]["tools"] == []
+    invoke("chat", "-T", "calculator", "q")
+    assert [t["function"]["name"] for t in standin.chat_requests()[-1]["tools"]] == ["calculator"]
+    r = invoke("chat", "-T", "nope", "q")
+    assert r.exit_code == 2 and "nope" in r.stderr
+
+
+def test_tool_steps_are_stored_and_replayed_by_continue(standin):
+    standin.script(Reply(tool_calls=[calc("5+5")]), Reply(content="10"), Reply(content="20"))
+    assert run("chat", "calculate 5 + 5").exit_code == 0
+    assert run("chat", "-c", "double it").stdout == "20\n"
+    sent = standin.chat_requests()[-1]["messages"]
+    roles = [m["role"] for m in sent]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == {"expression": "5+5"}
+    assert sent[2] == {"role": "tool", "content": "10", "tool_name": "calculator"}
+
+
+def test_many_tools_are_narrowed_by_semantic_selection(standin, tmp_path):
+    functions = [
+        f'def {name}(text: str) -> str:\n    """{desc}"""\n    return text\n'
+        for name, desc in [(f"tool_{i}", f"Does unrelated thing number {i} with gadgets.")
+                           for i in range(14)]
+    ]
+    functions.append('def convert_currency(amount: float) -> str:\n'
+                     '    """Convert an amount of money between currencies, euro dollar."""\n'
+                     '    return str(amount)\n')
+    plugin = tmp_path / "many.py"
+    plugin.write_text("\n\n".join(functions))
+    r = invoke("chat", "--json", "--functions", str(plugin), "convert 20 euro to dollar money")
+    assert r.exit_code == 0, r.stderr
+    used = packets_of(r)[-1]["payload"]["used_tools"]
+    assert "convert_currency" in used
+    assert {"calculator", "read_file", "list_directory"} <= set(used)
+    assert len(used) == 3 + 6
+    offered = [t["function"]["name"] for t in standin.chat_requests()[-1]["tools"]]
+    assert sorted(offered) == sorted(used)
+    assert standin.embed_calls >= 1
+
+
+def test_selection_falls_back_to_all_tools_when_embedding_fails(standin, tmp_path):
+    plugin = tmp_path / "many.py"
+    plugin.write_text("\n\n".join(
+        f'def t{i}(x: str) -> str:\n    """Thing {i}."""\n    return x\n' for i in range(15)))
+    standin.fail_embeds(10, status=500)
+    r = invoke("chat", "--json", "--functions", str(plugin), "q")
+    assert r.exit_code == 0
+    assert len(packets_of(r)[-1]["payload"]["used_tools"]) == 18
+    assert "tool" in r.stderr and "warning" in r.stderr
+
+
+def test_tools_command_lists_and_shows(standin, tmp_path):
+    r = invoke("tools", "--json")
+    names = [x["name"] for x in r.records()]
+    assert {"calculator", "read_file", "list_directory"} <= set(names)
+    assert all(x["type"] == "tool" for x in r.records())
+    r = invoke("tools", "show", "calculator", "--json")
+    (rec,) = r.records()
+    assert rec["parameters"]["properties"]["expression"]["type"] == "string"
+    assert rec["core"] is True
+    r = invoke("tools", "show", "nope")
+    assert r.exit_code == 6
