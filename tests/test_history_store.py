@@ -614,6 +614,19 @@ def test_an_empty_file_and_an_empty_v0_database_are_migrated(tmp_path: Path):
         conn.close()
 
 
+def test_a_path_that_cannot_hold_a_database_is_invalid_input(tmp_path: Path):
+    folder = tmp_path / "history.db"
+    folder.mkdir()
+    with pytest.raises(InvalidInput) as err:
+        HistoryStore.open(folder)
+    assert str(folder) in str(err.value)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(InvalidInput) as err:
+        HistoryStore.open(blocker / "history.db")
+    assert str(blocker) in str(err.value)
+
+
 def test_a_held_write_lock_becomes_lock_busy(db: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 100)
     with HistoryStore.open(db) as s:
