@@ -16,7 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
-from localgpt_cli.kernel.context import DEFAULT_WINDOW, assemble, needed_num_ctx
+from localgpt_cli.kernel.context import (
+    DEFAULT_WINDOW,
+    SAFETY,
+    answer_room,
+    assemble,
+    needed_num_ctx,
+)
+from localgpt_cli.kernel.grounding import (
+    ContextFile,
+    Retrieved,
+    Retriever,
+    files_block,
+    sources_block,
+)
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
@@ -56,6 +69,7 @@ class TurnRequest:
     save: bool = True
     window: int = DEFAULT_WINDOW
     max_iterations: int = DEFAULT_MAX_ITERATIONS
+    files: list[ContextFile] = field(default_factory=list)
 
     def user_content(self) -> str:
         """The prompt with piped text attached ahead of it (the instruction reads last)."""
@@ -98,6 +112,7 @@ class Turn:
         *,
         store: HistoryStore | None = None,
         toolbox: Toolbox | None = None,
+        retriever: Retriever | None = None,
         warn: Warn | None = None,
         factory: PacketFactory | None = None,
     ) -> None:
@@ -106,6 +121,8 @@ class Turn:
         self.request = request
         self.store = store
         self.toolbox = toolbox
+        self.retriever = retriever
+        self.retrieved: Retrieved | None = None
         self.factory = factory or PacketFactory()
         self.warn = warn or (lambda code, message: None)
         self.error: LocalGPTError | None = None
@@ -149,7 +166,10 @@ class Turn:
                 info, think=request.think, want_tools=bool(self.toolbox and self.toolbox.tools),
                 warn=self.warn,
             )
+            self._retrieve()
             messages, options = self._context(info)
+            if self.retrieved is not None:
+                yield self.factory.make("sources", self.retrieved.payload())
             offered, enabled = self._tools(plan.use_tools)
             self.loop = AgentLoop(
                 self.client, request.model, self.factory, tools=offered, enabled=enabled,
@@ -168,6 +188,19 @@ class Turn:
                 yield from self.normalizer.finish()
             yield self.factory.error(exc.code, str(exc), exc.retryable)
             yield self._done("error")
+
+    def _retrieve(self) -> None:
+        """Search the knowledge base for the user message; a failure costs only the sources."""
+        if self.retriever is None:
+            return
+        query = self.request.prompt or (self.request.stdin_text or "")
+        try:
+            self.retrieved = self.retriever(query)
+        except LocalGPTError as exc:
+            self.warn(exc.code, f"retrieval failed, answering without sources: {exc}")
+            return
+        for warning in self.retrieved.warnings:
+            self.warn("retrieval", warning)
 
     def _tools(self, use_tools: bool) -> tuple[list[Tool], list[Tool]]:
         """(offered, enabled): the selection among many tools, or all of them."""
@@ -193,9 +226,15 @@ class Turn:
                 self.conversation_id = self.store.create_conversation(request.model).id
             self.store.add_message(self.conversation_id, "user", current["content"])
             self._user_stored = True
-        pinned = [{"role": "system", "content": request.system}] if request.system else []
         options = dict(request.options)
         context_length = options.get("num_ctx") or info.context_length or 4096
+        pinned = [{"role": "system", "content": request.system}] if request.system else []
+        budget = int(context_length * SAFETY) - answer_room(context_length, options)
+        attached = files_block(request.files, budget, self.warn)
+        if attached:
+            pinned.append({"role": "system", "content": attached})
+        if self.retrieved is not None and self.retrieved.results:
+            pinned.append({"role": "system", "content": sources_block(self.retrieved)})
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
             window=request.window,
@@ -241,6 +280,11 @@ class Turn:
             "timings": timings,
             "used_tools": state.offered if state else [],
         }
+        if self.retrieved is not None:
+            metadata["sources"] = [
+                {k: r.get(k) for k in ("rank", "score", "document_id", "path", "chunk", "page")}
+                for r in self.retrieved.results
+            ]
         if self.error is not None:
             metadata["error"] = {"code": self.error.code, "message": str(self.error)}
         normalizer = self.normalizer

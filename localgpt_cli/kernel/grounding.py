@@ -1,0 +1,94 @@
+"""What grounds an answer in the user's documents: --file blocks and retrieved excerpts.
+
+Both become system messages placed after the system prompt and before the history
+(the authority order of DESIGN.md), each excerpt labelled `[Source: name, chunk N]`
+so the model can cite it and the user can check the citation against the `sources`
+packet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from localgpt_cli.kernel.context import estimate_tokens
+
+CITE_INSTRUCTION = (
+    "Answer from the sources above when they are relevant, and cite them by their "
+    "labels, e.g. [Source: notes/vpn.md, chunk 3]. If they do not contain the answer, say "
+    "so rather than guessing."
+)
+FILE_SHARE = 0.5  # at most this share of the prompt budget goes to --file contents
+
+
+@dataclass
+class ContextFile:
+    """A file named with --file, as text."""
+
+    path: str
+    text: str
+
+
+@dataclass
+class Retrieved:
+    """What retrieval found for a turn, ready for the `sources` packet."""
+
+    query: str
+    mode: str
+    results: list[dict[str, Any]]
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def payload(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"query": self.query, "mode": self.mode, "results": self.results}
+        if self.dropped:
+            out["dropped"] = self.dropped
+        return out
+
+
+Retriever = Callable[[str], Retrieved]
+
+
+def source_label(result: dict[str, Any]) -> str:
+    label = f"[Source: {result['path']}, chunk {result['chunk']}"
+    if result.get("page") is not None:
+        label += f", page {result['page']}"
+    return label + "]"
+
+
+def sources_block(retrieved: Retrieved) -> str:
+    parts = ["Excerpts from the user's documents:"]
+    for result in retrieved.results:
+        parts.append(f"{source_label(result)}\n{result['text'].strip()}")
+    parts.append(CITE_INSTRUCTION)
+    return "\n\n".join(parts)
+
+
+def cut_middle(text: str, max_tokens: int) -> tuple[str, bool]:
+    """Head and tail of `text` within about `max_tokens`, with a marked cut."""
+    if estimate_tokens(text) <= max_tokens:
+        return text, False
+    # Characters per token of this very text, so the cut lands near the budget.
+    ratio = len(text) / max(estimate_tokens(text), 1)
+    keep = max(int(max_tokens * ratio) - 80, 200)
+    head, tail = text[: keep // 2], text[-(keep // 2) :]
+    removed = len(text) - len(head) - len(tail)
+    return f"{head}\n\n[… {removed:,} characters cut to fit the context …]\n\n{tail}", True
+
+
+def files_block(
+    files: Sequence[ContextFile], budget_tokens: int, warn: Callable[[str, str], None]
+) -> str | None:
+    """The --file contents as one system block; each file gets an equal share of the budget."""
+    if not files:
+        return None
+    share = max(int(budget_tokens * FILE_SHARE) // len(files), 256)
+    parts = ["Files the user attached:"]
+    for f in files:
+        text, cut = cut_middle(f.text, share)
+        if cut:
+            warn("file_truncated",
+                 f"{f.path} is too large for the context; sending its head and tail.")
+        parts.append(f"=== {f.path} ===\n{text}")
+    return "\n\n".join(parts)
