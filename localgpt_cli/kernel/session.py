@@ -10,7 +10,7 @@ the turn ends, however it ends: nothing the user typed or saw is lost.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -132,7 +132,7 @@ class Turn:
         self.loop: AgentLoop | None = None
         self._user_stored = False
         self._start = time.perf_counter()
-        self._gen: Iterator[StreamPacket] | None = None
+        self._gen: Generator[StreamPacket, None, None] | None = None
 
     # -- public ----------------------------------------------------------------
 
@@ -158,7 +158,7 @@ class Turn:
 
     # -- the turn --------------------------------------------------------------
 
-    def _run(self) -> Iterator[StreamPacket]:
+    def _run(self) -> Generator[StreamPacket, None, None]:
         request = self.request
         try:
             info = self.catalog.show(request.model)
