@@ -36,6 +36,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                 "List, show, search, export and delete stored conversations."),
     "config": ("localgpt_cli.cli.config_cmd", "config",
                "Show the effective settings and their sources."),
+    "ingest": ("localgpt_cli.cli.ingest", "ingest",
+               "Add files, folders and globs to a collection (incremental, cron-safe)."),
+    "docs": ("localgpt_cli.cli.docs", "docs",
+             "List, show and remove ingested documents; collection stats."),
+    "search": ("localgpt_cli.cli.search", "search",
+               "Search a collection: hybrid, vector or keyword."),
 }
 
 

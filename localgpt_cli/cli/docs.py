@@ -1,0 +1,266 @@
+"""`localgpt docs`: list (the default), show, rm, stats, collections."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.kb import collection_options, display_path, manifest_file, open_store
+from localgpt_cli.render.tables import human_size, print_table
+
+EPILOG = """\b
+Examples:
+  localgpt docs                          # same as: localgpt docs list
+  localgpt docs list -C papers --json | jq -r 'select(.status=="failed").path'
+  localgpt docs show notes/vpn.md        # its chunks, by path or id (a prefix will do)
+  localgpt docs rm 3f2a9c notes/old.md
+  localgpt docs stats
+  localgpt docs collections
+"""
+
+
+@click.group(invoke_without_command=True, epilog=EPILOG)
+@collection_options
+@json_option
+@click.pass_context
+def docs(ctx: click.Context) -> None:
+    """The documents of a collection: list, show, remove; stats and collections."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_cmd)
+
+
+def _collection(app: App) -> Any:
+    return open_store(app).collection(app.settings.collection)
+
+
+def _manifest(app: App) -> Any:
+    from localgpt_cli.rag.manifest import Manifest
+
+    settings = app.settings
+    return Manifest.load(manifest_file(app), settings.db_uri, settings.collection)
+
+
+def _document_rows(app: App) -> list[dict[str, Any]]:
+    """Stored documents joined with their manifest entries, plus files that failed."""
+    from localgpt_cli.rag.manifest import FAILED
+
+    coll = _collection(app)
+    entries = _manifest(app).ids()
+    rows = []
+    for doc in coll.documents():
+        entry = entries.pop(doc.document_id, None)
+        rows.append({
+            "type": "document", "document_id": doc.document_id, "path": doc.path,
+            "doc_type": doc.type, "chunks": doc.chunks, "pending": doc.pending,
+            "status": "pending" if doc.pending else "ok",
+            "ingested_at": entry.ingested_at if entry else None,
+            "size": entry.size if entry else None,
+        })  # fmt: skip
+    failed = [e for e in _manifest(app).entries.values() if e.status == FAILED]
+    for e in failed:
+        rows.append({
+            "type": "document", "document_id": None, "path": e.path, "doc_type": e.type,
+            "chunks": 0, "pending": 0, "status": "failed", "ingested_at": e.ingested_at,
+            "size": e.size, "error": e.error,
+        })  # fmt: skip
+    return sorted(rows, key=lambda r: r["path"])
+
+
+@docs.command("list", epilog="Example:\n\n  localgpt docs list --json | jq -r .path")
+@collection_options
+@json_option
+@pass_app
+def list_cmd(app: App) -> None:
+    """Documents: id, path, type, chunks, status (ok, pending, failed), ingested."""
+    rows = _document_rows(app)
+    if app.output.json:
+        for row in rows:
+            app.output.record(row)
+        return
+    table = [
+        [
+            (r["document_id"] or "-")[:12], display_path(r["path"]), r["doc_type"] or "",
+            r["chunks"], r["status"] + (f" ({r['pending']})" if r["pending"] else ""),
+            (r["ingested_at"] or "")[:19].replace("T", " "),
+        ]
+        for r in rows
+    ]  # fmt: skip
+    print_table(
+        app.output,
+        ["ID", "PATH", "TYPE", "CHUNKS", "STATUS", "INGESTED"],
+        table,
+        empty=f"No documents in collection {app.settings.collection!r}. "
+        "Add some with: localgpt ingest PATH...",
+    )
+
+
+def resolve(app: App, coll: Any, ref: str) -> tuple[str, str]:
+    """A document id, id prefix or path (as given or resolved) -> (document id, path)."""
+    from localgpt_cli.errors import AmbiguousId, NotFound
+
+    documents = coll.documents()
+    wanted = {ref, os.path.realpath(os.path.expanduser(ref))}
+    by_path = [d for d in documents if d.path in wanted]
+    if by_path:
+        return by_path[0].document_id, by_path[0].path
+    matches = [d for d in documents if d.document_id.startswith(ref)] if ref else []
+    if len(matches) == 1:
+        return matches[0].document_id, matches[0].path
+    if len(matches) > 1:
+        raise AmbiguousId(
+            f"{ref!r} matches {len(matches)} documents.",
+            candidates=[d.document_id for d in matches[:10]],
+            hint="Give more characters of the id, or the path.",
+        )
+    raise NotFound(
+        f"No document {ref!r} in collection {coll.name!r}.",
+        hint="See: localgpt docs list.",
+    )
+
+
+@docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r .text")
+@click.argument("ref", metavar="ID|PATH")
+@collection_options
+@json_option
+@pass_app
+def show_cmd(app: App, ref: str) -> None:
+    """The chunks of one document, in order, with page / heading / lines."""
+    coll = _collection(app)
+    doc_id, path = resolve(app, coll, ref)
+    chunks = coll.chunks(doc_id)
+    if app.output.json:
+        for c in chunks:
+            app.output.record({
+                "type": "chunk", "document_id": doc_id, "path": c.path, "chunk": c.ordinal,
+                "page": c.page, "heading": c.heading, "line_start": c.line_start,
+                "line_end": c.line_end, "text": c.text,
+            })  # fmt: skip
+        return
+    out = app.output
+    if out.pretty:
+        console = out.console()
+        console.print(f"[bold]{display_path(path)}[/]  {doc_id}  {len(chunks)} chunks")
+        for c in chunks:
+            console.print(f"\n[cyan]chunk {c.ordinal}[/]  [dim]{_where(c)}[/]")
+            console.print(c.text, markup=False, highlight=False)
+        return
+    for c in chunks:
+        out.stdout.write(f"--- chunk {c.ordinal}  {_where(c)}\n{c.text}\n")
+    out.stdout.flush()
+
+
+def _where(chunk: Any) -> str:
+    parts = []
+    if chunk.page is not None:
+        parts.append(f"page {chunk.page}")
+    if chunk.line_start is not None:
+        parts.append(f"lines {chunk.line_start}-{chunk.line_end}")
+    if chunk.heading:
+        parts.append(chunk.heading)
+    return "  ".join(parts)
+
+
+@docs.command("rm", epilog="Example:\n\n  localgpt docs rm notes/old.md 3f2a9c")
+@click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
+@click.option("--wait-lock", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
+              help="Wait this long for a running ingest, then exit 75.")  # fmt: skip
+@collection_options
+@json_option
+@pass_app
+def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
+    """Remove documents (their chunks and their manifest entries).
+
+    A file that is still under a folder you ingest comes back with the next ingest:
+    exclude it there (--exclude) to keep it out.
+    """
+    from localgpt_cli.rag.lock import ingest_lock, lock_path
+
+    coll = _collection(app)
+    targets = dict(resolve(app, coll, ref) for ref in refs)
+    counts = {d.document_id: d.chunks for d in coll.documents()}
+    with ingest_lock(lock_path(app.settings.home_dir), wait_lock):
+        manifest = _manifest(app)
+        for doc_id in targets:
+            entry = manifest.ids().get(doc_id)
+            if entry is not None:
+                manifest.remove(entry.path)
+        # Manifest first: if the table delete is then lost, the next ingest re-checks the
+        # file (the manifest no longer vouches for it) instead of trusting stale rows.
+        manifest.compact()
+        coll.delete_documents(targets)
+    for doc_id, path in targets.items():
+        if app.output.json:
+            app.output.record({
+                "type": "document", "status": "removed", "path": path,
+                "document_id": doc_id, "chunks": counts.get(doc_id, 0),
+            })  # fmt: skip
+        else:
+            app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
+
+
+@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .pending")
+@collection_options
+@json_option
+@pass_app
+def stats_cmd(app: App) -> None:
+    """Documents, chunks, pending embeddings, bytes on disk, model, dimension, indexes."""
+    st = _collection(app).stats()
+    record = {
+        "type": "stats", "collection": st.name, "documents": st.documents, "chunks": st.rows,
+        "pending": st.pending, "bytes": st.bytes, "model": st.model, "dim": st.dim,
+        "version": st.version, "fragments": st.fragments,
+        "indexes": [
+            {"name": i.name, "type": i.type, "columns": i.columns,
+             "indexed_rows": i.indexed_rows, "unindexed_rows": i.unindexed_rows}
+            for i in st.indexes
+        ],
+    }  # fmt: skip
+    if app.output.json:
+        app.output.record(record)
+        return
+    indexes = ", ".join(
+        f"{i.name} ({i.type}, {i.indexed_rows} indexed"
+        + (f", {i.unindexed_rows} not yet" if i.unindexed_rows else "")
+        + ")"
+        for i in st.indexes
+    )
+    rows = [
+        ["collection", st.name],
+        ["documents", f"{st.documents:,}"],
+        ["chunks", f"{st.rows:,}"],
+        ["pending embeddings", f"{st.pending:,}"],
+        ["size on disk", human_size(st.bytes)],
+        ["embedding model", st.model or "-"],
+        ["dimension", st.dim or "-"],
+        ["indexes", indexes or "-"],
+        ["version", st.version],
+        ["fragments", st.fragments],
+    ]
+    print_table(app.output, ["", ""], rows, header=False)
+
+
+@docs.command("collections", epilog="Example:\n\n  localgpt docs collections --json")
+@collection_options
+@json_option
+@pass_app
+def collections_cmd(app: App) -> None:
+    """Collections in the database: name, chunks, embedding model, dimension."""
+    store = open_store(app)
+    uri = store.uri
+    found = store.collections() if "://" in uri or os.path.isdir(uri) else []
+    if app.output.json:
+        for c in found:
+            app.output.record(
+                {"type": "collection", "name": c.name, "chunks": c.rows, "model": c.model,
+                 "dim": c.dim}
+            )  # fmt: skip
+        return
+    print_table(
+        app.output,
+        ["NAME", "CHUNKS", "MODEL", "DIM"],
+        [[c.name, c.rows, c.model or "-", c.dim or "-"] for c in found],
+        empty=f"No collections in {uri}. Create one with: localgpt ingest PATH...",
+    )

@@ -1,0 +1,271 @@
+"""`localgpt ingest PATH...`: add files to a collection, incrementally; built for cron."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.kb import (
+    collection_options,
+    display_path,
+    embed_model_option,
+    manifest_file,
+    model_explicit,
+    open_store,
+)
+
+EPILOG = """\b
+Examples:
+  localgpt ingest ~/notes                       # folders are walked recursively
+  localgpt ingest 'docs/**/*.md' README.md      # globs (quote them)
+  localgpt ingest ~/src --include '*.py' --exclude tests
+  localgpt ingest ~/notes --prune --dry-run     # what would change
+  localgpt ingest -C papers ~/papers -m nomic-embed-text
+
+\b
+From cron (quiet unless something fails; exit 75 if a run is still going):
+  */30 * * * * localgpt ingest ~/notes --prune --json >> ~/ingest.log
+
+\b
+Unchanged files cost one stat; edited files reuse the embeddings of unchanged passages;
+a moved file is not embedded again. Hidden files and folders, symlinks inside folders and
+binary files are skipped. If Ollama is down, passages are stored without embeddings
+(keyword search finds them), the run exits 3 and the next run embeds them.
+
+\b
+Exit codes: 0 ok, 3 Ollama unreachable (passages stored, embeddings pending),
+5 some files failed (the rest committed), 6 invalid input or another embedding model,
+75 another ingest holds the lock.
+"""
+
+
+def _size(value: str) -> int:
+    """`20MB`, `500k`, `1.5G` or bytes -> bytes."""
+    text = value.strip().upper().removesuffix("B")
+    scale = 1
+    for suffix, mult in (("K", 10**3), ("M", 10**6), ("G", 10**9)):
+        if text.endswith(suffix):
+            text, scale = text[:-1], mult
+            break
+    try:
+        n = float(text) * scale
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 20MB, 500k, 1048576)") from None
+    if n <= 0:
+        raise click.BadParameter("must be positive")
+    return int(n)
+
+
+@click.command(epilog=EPILOG)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@collection_options
+@embed_model_option
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files/folders (repeatable).")
+@click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
+@click.option("--force", is_flag=True, help="Re-ingest every file (and re-index with -m).")
+@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@click.option(
+    "--wait-lock",
+    type=click.FloatRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wait this long for another ingest to finish, then exit 75.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Texts per embedding request.",
+)
+@click.option(
+    "--chunk-size", type=click.IntRange(min=1), help="Characters per chunk (500; code 400)."
+)
+@click.option(
+    "--chunk-overlap", type=click.IntRange(min=0), help="Overlap in characters (80; code 60)."
+)
+@click.option(
+    "--max-file-size",
+    default="20MB",
+    show_default=True,
+    metavar="SIZE",
+    help="Larger files fail with a message.",
+)
+@json_option
+@pass_app
+def ingest(
+    app: App,
+    paths: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    prune: bool,
+    force: bool,
+    dry_run: bool,
+    wait_lock: float,
+    batch_size: int,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    max_file_size: str,
+) -> None:
+    """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
+    from localgpt_cli.errors import OllamaUnreachable, PartialFailure
+    from localgpt_cli.llm.client import OllamaClient
+    from localgpt_cli.rag.chunk import resolve_limits
+    from localgpt_cli.rag.ingest import Ingest, IngestOptions
+    from localgpt_cli.rag.lock import lock_path
+
+    try:
+        max_bytes = _size(max_file_size)
+    except click.BadParameter as exc:
+        exc.param_hint = "'--max-file-size'"
+        raise
+    for kind in ("text", "code"):  # a bad size/overlap is a usage error before any work
+        resolve_limits(kind, chunk_size, chunk_overlap)
+    settings = app.settings
+    options = IngestOptions(
+        paths=paths,
+        include=include,
+        exclude=exclude,
+        prune=prune,
+        force=force,
+        dry_run=dry_run,
+        batch_size=batch_size,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        max_file_size=max_bytes,
+    )
+    run = Ingest(
+        options,
+        store=open_store(app),
+        collection=settings.collection,
+        model=settings.embed_model,
+        model_explicit=model_explicit(app),
+        # Embedding a batch can take a while on a CPU; 120 s unless --timeout says otherwise.
+        client=OllamaClient(settings.host, timeout=settings.timeout or 120.0),
+        manifest_path=manifest_file(app),
+        lock_path=lock_path(settings.home_dir),
+        wait_lock=wait_lock,
+    )
+    view = _View(app, dry_run)
+    try:
+        for event in run.run():
+            view.show(event)
+    finally:
+        view.close()
+    summary = run.summary
+    if run.down is not None and summary.pending_embeddings:
+        raise OllamaUnreachable(
+            f"{run.down.message} {summary.pending_embeddings} chunk(s) are stored without "
+            "embeddings (keyword search finds them).",
+            code=run.down.code,
+            hint="The next ingest embeds them once Ollama is reachable.",
+        )
+    if summary.failed:
+        raise PartialFailure(
+            f"{summary.failed} file(s) failed to ingest; the others were committed.",
+            hint="See the messages above; fix or --exclude those files.",
+        )
+
+
+class _View:
+    """Renders ingest events: records with --json, a progress bar on a terminal, and
+    nothing but errors in a pipe (a cron job mails whatever it prints)."""
+
+    def __init__(self, app: App, dry_run: bool) -> None:
+        self.out = app.output
+        self.dry_run = dry_run
+        self.progress: Any = None
+        self.task: Any = None
+        self.chunks = 0
+
+    def show(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        out = self.out
+        if kind == "warning":
+            if out.json or out.pretty:
+                out.warn(event["code"], event["message"])
+            return
+        if out.json:
+            if kind in ("document", "summary"):
+                out.record(event)
+            return
+        if kind == "document" and event["status"] == "failed":
+            self._print_error(event)
+        if not out.pretty:
+            return
+        if kind == "plan":
+            self._start(event)
+        elif kind == "progress":
+            self._advance(event)
+        elif kind == "document" and (self.dry_run or event["status"] in ("moved", "removed")):
+            self._print(self._line(event))
+        elif kind == "summary":
+            self.close()
+            self._print(_summary_line(event))
+
+    def _start(self, plan: dict[str, Any]) -> None:
+        if not plan["to_process"]:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files  {task.fields[chunks]} chunks"),
+            TimeRemainingColumn(),
+            console=self.out.console(),
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("ingesting", total=plan["to_process"], chunks=0)
+
+    def _advance(self, event: dict[str, Any]) -> None:
+        if self.progress is None:
+            return
+        self.chunks += event.get("chunks", 0)
+        if event.get("phase") == "optimizing":
+            self.progress.update(self.task, description="optimizing")
+        self.progress.update(self.task, advance=event.get("files", 0), chunks=self.chunks)
+
+    def _line(self, event: dict[str, Any]) -> str:
+        verb = event["status"] if not self.dry_run else f"would be {event['status']}"
+        extra = f" (from {display_path(event['from'])})" if event.get("from") else ""
+        return f"{verb:<20} {display_path(event['path'])}{extra}"
+
+    def _print(self, text: str) -> None:
+        target = self.progress.console if self.progress is not None else self.out.console()
+        target.print(text, markup=False, highlight=False)
+
+    def _print_error(self, event: dict[str, Any]) -> None:
+        message = event["message"]
+        if self.progress is not None:
+            self.progress.console.print(f"failed: {message}", style="red", markup=False)
+        else:
+            self.out.stderr.write(f"localgpt: error: {message}\n")
+            self.out.stderr.flush()
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def _summary_line(s: dict[str, Any]) -> str:
+    parts = [f"{s[k]} {k}" for k in ("added", "updated", "moved", "removed", "failed") if s[k]]
+    parts.append(f"{s['unchanged']} unchanged")
+    if s["pending_embeddings"]:
+        parts.append(f"{s['pending_embeddings']} chunks pending embeddings")
+    head = "Dry run: would be " if s["dry_run"] else ""
+    tail = f" ({s['chunks']} chunks, {s['embedded']} embedded, {s['ms'] / 1000:.1f} s)"
+    return head + ", ".join(parts) + ("" if s["dry_run"] else tail)

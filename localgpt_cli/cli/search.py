@@ -1,0 +1,135 @@
+"""`localgpt search QUERY`: the best passages of a collection for a query."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.kb import collection_options, display_path, embed_model_option, open_store
+
+EPILOG = """\b
+Examples:
+  localgpt search "vpn setup"
+  localgpt search -k 3 --json "vpn setup" | jq -r .path
+  localgpt search --mode keyword "ECONNREFUSED"
+  localgpt search --type pdf --path '*/papers/*' "boundary layer"
+  localgpt search -C code --doc 3f2a9c "retry backoff"
+
+\b
+hybrid (default) fuses vector and full-text results by reciprocal rank; it falls back to
+keyword search, with a warning, when Ollama is down or the collection has no embeddings.
+--threshold is a cosine similarity, applied to passages found only by their vector.
+"""
+
+
+@click.command(epilog=EPILOG)
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Number of passages.")  # fmt: skip
+@click.option("--threshold", type=float, default=None, metavar="COSINE",
+              help="Minimum similarity on the vector side [default: 0.3].")  # fmt: skip
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid",
+              show_default=True, help="How to match.")  # fmt: skip
+@click.option("--type", "doc_type", metavar="TYPE",
+              help="Only this document type (pdf, markdown, code, text, html, docx).")  # fmt: skip
+@click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches.")
+@click.option("--doc", "document_id", metavar="ID", help="Only this document.")
+@collection_options
+@embed_model_option
+@json_option
+@pass_app
+def search(
+    app: App,
+    query: str,
+    k: int,
+    threshold: float | None,
+    mode: str,
+    doc_type: str | None,
+    path_glob: str | None,
+    document_id: str | None,
+) -> None:
+    """Search a collection for QUERY (hybrid, vector or keyword)."""
+    from localgpt_cli.cli.kb import model_explicit
+    from localgpt_cli.errors import ModelNotFound, OllamaUnreachable
+    from localgpt_cli.rag.embedding import embed_queries
+    from localgpt_cli.rag.retrieve import DEFAULT_THRESHOLD
+    from localgpt_cli.rag.retrieve import search as run_search
+
+    coll = open_store(app).collection(app.settings.collection)
+    model = coll.model or app.settings.embed_model
+    if model_explicit(app):
+        coll.check_model(app.settings.embed_model)
+    vector = None
+    if mode != "keyword" and coll.has_vectors():
+        try:
+            vector = embed_queries(app.client, model, [query])[0]
+        except (OllamaUnreachable, ModelNotFound) as exc:
+            app.output.warn(exc.code, str(exc))
+    result = run_search(
+        coll, query, vector, k=k, mode=mode,
+        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+        type=doc_type, path_glob=path_glob, document_id=document_id,
+    )  # fmt: skip
+    for warning in result.warnings:
+        app.output.warn("search_fallback", warning)
+    out = app.output
+    if out.json:
+        for hit in result.hits:
+            out.record(_record(hit, result.mode_used))
+        return
+    if not result.hits:
+        out.stderr.write("No passages found.\n")
+        return
+    if out.pretty:
+        _pretty(out, result.hits, query)
+        return
+    for hit in result.hits:
+        text = " ".join(hit.text.split())
+        out.stdout.write(f"{hit.rank}\t{hit.score:.4f}\t{_location(hit)}\t{text}\n")
+    out.stdout.flush()
+
+
+def _record(hit: Any, mode: str) -> dict[str, Any]:
+    return {
+        "type": "hit", "rank": hit.rank, "score": round(hit.score, 6),
+        "document_id": hit.document_id, "path": hit.path, "chunk": hit.chunk, "page": hit.page,
+        "text": hit.text, "heading": hit.heading, "line_start": hit.line_start,
+        "line_end": hit.line_end, "doc_type": hit.type, "mode": mode,
+    }  # fmt: skip
+
+
+def _location(hit: Any) -> str:
+    path = display_path(hit.path)
+    if hit.page is not None:
+        return f"{path}:{hit.page}"
+    if hit.line_start is not None:
+        return f"{path}:{hit.line_start}-{hit.line_end}"
+    return path
+
+
+def _pretty(out: Any, hits: list[Any], query: str) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
+    words = sorted({w for w in re.findall(r"\w+", query.lower()) if len(w) > 1}, key=len)
+    pattern = (
+        re.compile(r"\b(?:" + "|".join(re.escape(w) for w in reversed(words)) + r")\w*", re.I)
+        if words
+        else None
+    )
+    console = out.console()
+    for hit in hits:
+        head = Text()
+        head.append(f"{hit.rank:>2}. ", style="bold")
+        head.append(f"{hit.score:.3f}  ", style="dim")
+        head.append(_location(hit), style="cyan")
+        if hit.heading:
+            head.append(f"  {hit.heading}", style="dim")
+        console.print(head)
+        body = Text(hit.text.strip())
+        if pattern is not None:
+            body.highlight_regex(pattern, style="bold yellow")
+        console.print(Padding(body, (0, 0, 1, 4)))
