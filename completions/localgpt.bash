@@ -6,7 +6,8 @@ _localgpt() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         case "$path" in
-            "") case "$w" in chat|config|history|models|tools) path="${path:+$path }$w";; esac;;
+            "") case "$w" in chat|config|docs|history|ingest|models|search|tools) path="${path:+$path }$w";; esac;;
+            "docs") case "$w" in collections|list|rm|show|stats) path="${path:+$path }$w";; esac;;
             "history") case "$w" in export|list|prune|rm|search|show) path="${path:+$path }$w";; esac;;
             "models") case "$w" in list|ps|pull|show) path="${path:+$path }$w";; esac;;
             "tools") case "$w" in list|show) path="${path:+$path }$w";; esac;;
@@ -17,7 +18,7 @@ _localgpt() {
             case "$prev" in
             --host) return;;
             esac
-            flags="-V --version --json --no-color --host -v --verbose --debug"; subs="chat config history models tools"; files=0;;
+            flags="-V --version --json --no-color --host -v --verbose --debug"; subs="chat config docs history ingest models search tools"; files=0;;
         "chat")
             case "$prev" in
             -m|--model) return;;
@@ -33,6 +34,43 @@ _localgpt() {
             flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout -c --continue --cid --no-save --window --tools --no-tools -T --tool --functions --max-iterations --approve --json"; subs=""; files=0;;
         "config")
             flags="--json"; subs=""; files=0;;
+        "docs")
+            case "$prev" in
+            -C|--collection) return;;
+            --db) return;;
+            esac
+            flags="-C --collection --db --json"; subs="collections list rm show stats"; files=0;;
+        "docs collections")
+            case "$prev" in
+            -C|--collection) return;;
+            --db) return;;
+            esac
+            flags="-C --collection --db --json"; subs=""; files=0;;
+        "docs list")
+            case "$prev" in
+            -C|--collection) return;;
+            --db) return;;
+            esac
+            flags="-C --collection --db --json"; subs=""; files=0;;
+        "docs rm")
+            case "$prev" in
+            --wait-lock) return;;
+            -C|--collection) return;;
+            --db) return;;
+            esac
+            flags="--wait-lock -C --collection --db --json"; subs=""; files=0;;
+        "docs show")
+            case "$prev" in
+            -C|--collection) return;;
+            --db) return;;
+            esac
+            flags="-C --collection --db --json"; subs=""; files=0;;
+        "docs stats")
+            case "$prev" in
+            -C|--collection) return;;
+            --db) return;;
+            esac
+            flags="-C --collection --db --json"; subs=""; files=0;;
         "history")
             case "$prev" in
             -n|--limit) return;;
@@ -63,6 +101,20 @@ _localgpt() {
             flags="-n --limit --json"; subs=""; files=0;;
         "history show")
             flags="--thinking --json"; subs=""; files=0;;
+        "ingest")
+            case "$prev" in
+            -C|--collection) return;;
+            --db) return;;
+            -m|--embed-model) return;;
+            --include) return;;
+            --exclude) return;;
+            --wait-lock) return;;
+            --batch-size) return;;
+            --chunk-size) return;;
+            --chunk-overlap) return;;
+            --max-file-size) return;;
+            esac
+            flags="-C --collection --db -m --embed-model --include --exclude --prune --force --dry-run --wait-lock --batch-size --chunk-size --chunk-overlap --max-file-size --json"; subs=""; files=1;;
         "models")
             flags="--refresh --json"; subs="list ps pull show"; files=0;;
         "models list")
@@ -73,6 +125,19 @@ _localgpt() {
             flags="--json"; subs=""; files=0;;
         "models show")
             flags="--json"; subs=""; files=0;;
+        "search")
+            case "$prev" in
+            -k) return;;
+            --threshold) return;;
+            --mode) COMPREPLY=($(compgen -W "hybrid vector keyword" -- "$cur")); return;;
+            --type) return;;
+            --path) return;;
+            --doc) return;;
+            -C|--collection) return;;
+            --db) return;;
+            -m|--embed-model) return;;
+            esac
+            flags="-k --threshold --mode --type --path --doc -C --collection --db -m --embed-model --json"; subs=""; files=0;;
         "tools")
             case "$prev" in
             --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;
