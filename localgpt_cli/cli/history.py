@@ -130,8 +130,11 @@ def short_ids(store: HistoryStore, ids: Sequence[str]) -> dict[str, str]:
             try:
                 store.resolve(cid[:length])
                 break
-            except AmbiguousId:
-                length += 1
+            except AmbiguousId as exc:
+                # Skip past the characters shared with the candidates it listed.
+                shared = max((len(os.path.commonprefix([cid, other]))
+                              for other in exc.candidates if other != cid), default=length)
+                length = max(length, shared) + 1
         out[cid] = cid[:length]
     return out
 
