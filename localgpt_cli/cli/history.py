@@ -25,7 +25,7 @@ from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
     from localgpt_cli.history.store import HistoryStore
-    from localgpt_cli.history.types import ConversationSummary, Message
+    from localgpt_cli.history.types import Conversation, ConversationSummary, Message
 
 EPILOG = """\b
 Examples:
@@ -47,8 +47,8 @@ DEFAULT_LIMIT = 20
 # Pretty tables show ids cut to the shortest unique prefix, but never shorter than this
 # (8 Crockford characters cover the first 38 bits of the creation time, about a second).
 SHORT_ID_MIN = 8
-# Private-use characters as snippet markers: they cannot be confused with text a
-# person typed, and are replaced by a style before anything is drawn.
+# Private-use characters as snippet markers: they practically never occur in stored
+# text, and are replaced by a style before anything is drawn.
 _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
 _UNFINISHED = ("length", "max_iterations", "aborted", "error")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -62,10 +62,14 @@ def _open(app: App) -> HistoryStore | None:
     from localgpt_cli.cli.chat import open_store
 
     store: HistoryStore | None = open_store(app, readonly=True)
+    if store is not None:
+        # Closed when the command ends, so in-process callers (tests) leave no open
+        # connection (and no -wal file) behind.
+        click.get_current_context().call_on_close(store.close)
     return store
 
 
-def _resolve(store: HistoryStore | None, reference: str) -> Any:
+def _resolve(store: HistoryStore | None, reference: str) -> Conversation:
     """A conversation by id, prefix or `latest`; errors as one line (titles may hold newlines)."""
     if store is None:
         raise NotFound(
@@ -265,7 +269,9 @@ def _heading(message: Message) -> str:
     return message.role
 
 
-def _show_plain(app: App, conversation: Any, messages: list[Message], thinking: bool) -> None:
+def _show_plain(
+    app: App, conversation: Conversation, messages: list[Message], thinking: bool
+) -> None:
     calls, used = _tool_lines(messages)
     parts = [
         f"# {_title(conversation.title)}\n"
@@ -293,7 +299,9 @@ def _show_plain(app: App, conversation: Any, messages: list[Message], thinking: 
     app.output.stdout.flush()
 
 
-def _show_pretty(app: App, conversation: Any, messages: list[Message], thinking: bool) -> None:
+def _show_pretty(
+    app: App, conversation: Conversation, messages: list[Message], thinking: bool
+) -> None:
     from rich.markdown import Markdown
     from rich.rule import Rule
     from rich.text import Text
