@@ -43,6 +43,9 @@ DEFAULT_BATCH_SIZE = 64
 # Rows gathered before a commit: large enough that commits do not dominate a run over many
 # small files, small enough that a few MB of text and vectors are all that wait in memory.
 COMMIT_ROWS = 2000
+# ...and at least this often (seconds), so a run killed while a slow CPU embeds thousands of
+# chunks loses at most this much work; a commit costs ~30-60 ms, a few percent of it.
+COMMIT_SECONDS = 1.0
 # Pending chunks (stored while Ollama was down) fetched and filled per commit.
 PENDING_ROWS = 1024
 HASH_BLOCK = 1 << 20
@@ -66,6 +69,7 @@ class IngestOptions:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     max_chunks: int = DEFAULT_MAX_CHUNKS
     commit_rows: int = COMMIT_ROWS
+    commit_seconds: float = COMMIT_SECONDS
 
 
 @dataclass
@@ -508,6 +512,7 @@ class Ingest:
     def _process(self, work: list[_Work]) -> Iterator[Event]:
         taken = self.manifest.ids()
         waiting: list[_Doc] = []  # processed, in order, not yet committed
+        last_commit = time.monotonic()
         for item in work:
             f = item.found
             old_ok = item.entry is not None and item.entry.status == mf.OK
@@ -535,9 +540,12 @@ class Ingest:
             ready = 0
             while ready < len(waiting) and waiting[ready].waiting == 0:
                 ready += 1
-            if sum(len(d.chunks) for d in waiting[:ready]) >= self.opts.commit_rows:
+            rows = sum(len(d.chunks) for d in waiting[:ready])
+            due = time.monotonic() - last_commit >= self.opts.commit_seconds
+            if ready and (rows >= self.opts.commit_rows or due):
                 yield from self._commit(waiting[:ready])
                 del waiting[:ready]
+                last_commit = time.monotonic()
         if waiting:
             self._deliver(self.queue.drain(everything=True))
             yield from self._check_down()

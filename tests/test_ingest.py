@@ -1,0 +1,437 @@
+"""`localgpt ingest` end to end against the Ollama stand-in: what is stored, what is printed,
+exit codes, incrementality, the lock, Ollama down, failures, and crash consistency."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli import ROOT, invoke
+from tests.kb import (
+    embed_bodies,
+    home,
+    long_markdown,
+    make_corpus,
+    paragraph,
+    snapshot,
+    table_version,
+)
+from tests.standin import StandIn, hashed_embeddings
+
+
+def records_of(result, kind: str = "document") -> list[dict]:
+    return [r for r in result.records() if r["type"] == kind]
+
+
+def summary_of(result) -> dict:
+    (summary,) = records_of(result, "summary")
+    return summary
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    return make_corpus(tmp_path / "corpus")
+
+
+def test_ingest_mixed_corpus_stores_every_type_with_metadata(standin, corpus):
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    docs = {Path(d["path"]).name: d for d in records_of(r)}
+    assert set(docs) == {"vpn.md", "retry.py", "todo.txt", "manual.pdf"}
+    assert all(d["status"] == "added" and d["chunks"] >= 1 for d in docs.values())
+    summary = summary_of(r)
+    assert summary["added"] == 4 and summary["failed"] == 0
+    assert summary["pending_embeddings"] == 0
+    assert summary["chunks"] == sum(d["chunks"] for d in docs.values())
+    assert r.records()[-1]["type"] == "summary"
+    rows = snapshot(home())
+    assert len(rows) == summary["chunks"] and all(has_vec for *_, has_vec in rows)
+    # the PDF keeps its pages, code its line ranges, markdown its headings
+    pdf = invoke("docs", "show", docs["manual.pdf"]["document_id"], "--json").records()
+    assert [c["page"] for c in pdf] == [1, 2]
+    assert "quasar" in pdf[1]["text"]
+    code = invoke("docs", "show", str(corpus / "code" / "retry.py"), "--json").records()
+    assert code[0]["line_start"] == 1 and code[-1]["line_end"] >= 9
+    md = invoke("docs", "show", str(corpus / "vpn.md"), "--json").records()
+    assert any(c["heading"] == "VPN > Troubleshooting" for c in md)
+
+
+def test_documents_are_embedded_with_the_model_prefix_in_full_batches(standin, tmp_path):
+    notes = tmp_path / "many"
+    notes.mkdir()
+    for i in range(7):
+        (notes / f"n{i}.md").write_text(long_markdown(3 + i % 3, first=10 * i, title=f"Note {i}"))
+    r = invoke("ingest", str(notes), "--json", "--batch-size", "4")
+    assert r.exit_code == 0, r.stderr
+    summary = summary_of(r)
+    # requests span documents: ceil(new chunks / batch size), not one per file
+    assert standin.embed_calls == math.ceil(summary["chunks"] / 4) == summary["embed_requests"]
+    inputs = [t for body in embed_bodies(standin) for t in body["input"]]
+    assert len(inputs) == summary["chunks"]
+    assert all(t.startswith("search_document: ") for t in inputs)
+    assert [len(b["input"]) for b in embed_bodies(standin)][:-1] == [4] * (standin.embed_calls - 1)
+
+
+def test_rerun_is_idempotent_and_costs_no_embedding(standin, corpus):
+    first = invoke("ingest", str(corpus), "--json")
+    assert first.exit_code == 0
+    calls, version, rows = standin.embed_calls, table_version(home()), snapshot(home())
+    again = invoke("ingest", str(corpus), "--json")
+    assert again.exit_code == 0
+    assert records_of(again) == []
+    summary = summary_of(again)
+    assert summary["unchanged"] == 4 and summary["added"] == summary["updated"] == 0
+    assert standin.embed_calls == calls
+    assert table_version(home()) == version  # nothing was written
+    assert snapshot(home()) == rows
+
+
+def test_touched_file_is_unchanged(standin, corpus):
+    invoke("ingest", str(corpus))
+    calls = standin.embed_calls
+    os.utime(corpus / "vpn.md", ns=(1, 10**18))
+    r = invoke("ingest", str(corpus), "--json")
+    assert records_of(r) == [] and summary_of(r)["unchanged"] == 4
+    assert standin.embed_calls == calls
+
+
+def test_editing_one_paragraph_reembeds_one_or_two_chunks(standin, tmp_path):
+    notes = tmp_path / "long"
+    notes.mkdir()
+    doc = notes / "long.md"
+    doc.write_text(long_markdown(14))
+    first = invoke("ingest", str(notes), "--json")
+    chunks = records_of(first)[0]["chunks"]
+    assert chunks >= 8
+    inputs = standin.embed_inputs
+    doc.write_text(doc.read_text().replace(paragraph(6), paragraph(6).replace("6 ", "6x ", 1)))
+    r = invoke("ingest", str(notes), "--json")
+    assert r.exit_code == 0
+    (rec,) = records_of(r)
+    assert rec["status"] == "updated" and rec["chunks"] == chunks
+    assert 1 <= standin.embed_inputs - inputs <= 2
+    assert rec["reused"] >= chunks - 2
+    assert all(has_vec for *_, has_vec in snapshot(home()))
+
+
+def test_moved_file_keeps_its_document_and_is_not_reembedded(standin, corpus):
+    first = invoke("ingest", str(corpus), "--json")
+    doc_id = next(d["document_id"] for d in records_of(first) if d["path"].endswith("vpn.md"))
+    calls = standin.embed_calls
+    (corpus / "archive").mkdir()
+    (corpus / "vpn.md").rename(corpus / "archive" / "vpn-old.md")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0
+    (moved,) = records_of(r)
+    assert moved["status"] == "moved" and moved["document_id"] == doc_id
+    assert moved["from"] == str(corpus / "vpn.md")
+    assert moved["path"] == str(corpus / "archive" / "vpn-old.md")
+    assert standin.embed_calls == calls
+    paths = {row[2] for row in snapshot(home()) if row[1] == doc_id}
+    assert paths == {str(corpus / "archive" / "vpn-old.md")}
+    assert summary_of(invoke("ingest", str(corpus), "--json"))["unchanged"] == 4
+
+
+def test_prune_removes_documents_whose_files_are_gone(standin, corpus):
+    invoke("ingest", str(corpus))
+    (corpus / "todo.txt").unlink()
+    kept = invoke("ingest", str(corpus), "--json")
+    assert summary_of(kept)["removed"] == 0
+    assert any(row[2].endswith("todo.txt") for row in snapshot(home()))
+    r = invoke("ingest", str(corpus), "--prune", "--json")
+    assert r.exit_code == 0
+    (removed,) = records_of(r)
+    assert removed["status"] == "removed" and removed["path"] == str(corpus / "todo.txt")
+    assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
+
+
+def test_dry_run_on_a_fresh_home_creates_nothing(standin, corpus):
+    r = invoke("ingest", str(corpus), "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert {d["status"] for d in records_of(r)} == {"added"}
+    assert all(d["dry_run"] for d in records_of(r))
+    assert summary_of(r)["dry_run"] is True
+    assert list(home().iterdir()) == []
+    assert standin.embed_calls == 0
+
+
+def test_dry_run_reports_changes_without_making_them(standin, corpus):
+    invoke("ingest", str(corpus))
+    (corpus / "todo.txt").write_text("Something else entirely.\n")
+    (corpus / "manual.pdf").unlink()
+    (corpus / "new.md").write_text("# New\n\nA new note.\n")
+    manifests = sorted((home() / "manifests").iterdir())
+    before = [p.read_bytes() for p in manifests]
+    version, calls = table_version(home()), standin.embed_calls
+    r = invoke("ingest", str(corpus), "--dry-run", "--prune", "--json")
+    assert r.exit_code == 0
+    got = {(Path(d["path"]).name, d["status"]) for d in records_of(r)}
+    assert got == {("todo.txt", "updated"), ("manual.pdf", "removed"), ("new.md", "added")}
+    assert [p.read_bytes() for p in manifests] == before
+    assert table_version(home()) == version and standin.embed_calls == calls
+
+
+def test_piped_output_is_silent_on_success(standin, corpus):
+    r = invoke("ingest", str(corpus))
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "")
+
+
+def _hold_lock(path: Path, seconds: float) -> subprocess.Popen:
+    code = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "os.write(fd, str(os.getpid()).encode())\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_a_held_lock_exits_75_and_touches_nothing(standin, corpus):
+    holder = _hold_lock(home() / "ingest.lock", 30)
+    try:
+        r = invoke("ingest", str(corpus), "--json")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.exit_code == 75
+    (error,) = r.records()
+    assert error["type"] == "error" and error["code"] == "lock_busy"
+    assert f"pid {holder.pid}" in error["message"] and "--wait-lock" in error["message"]
+    assert sorted(p.name for p in home().iterdir()) == ["ingest.lock"]
+    assert standin.embed_calls == 0
+
+
+def test_wait_lock_waits_for_the_other_run(standin, corpus):
+    holder = _hold_lock(home() / "ingest.lock", 0.5)
+    try:
+        r = invoke("ingest", str(corpus), "--wait-lock", "10", "--json")
+    finally:
+        holder.wait()
+    assert r.exit_code == 0 and summary_of(r)["added"] == 4
+
+
+def test_ollama_down_stores_chunks_for_keyword_search_and_the_next_run_embeds_them(
+    isolated_env, corpus, monkeypatch
+):
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 3
+    summary = summary_of(r)
+    assert summary["added"] == 4
+    assert summary["pending_embeddings"] == summary["chunks"] > 0
+    assert r.records()[-1]["code"] == "ollama_unreachable"
+    assert "embeddings_pending" in r.stderr
+    assert all(not has_vec for *_, has_vec in snapshot(home()))
+    found = invoke("search", "--mode", "keyword", "wireguard", "--json")
+    assert found.exit_code == 0 and found.records()[0]["path"].endswith("vpn.md")
+    hybrid = invoke("search", "wireguard", "--json")
+    assert hybrid.exit_code == 0 and hybrid.records()[0]["path"].endswith("vpn.md")
+    assert "keyword" in hybrid.stderr
+
+    with StandIn() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        again = invoke("ingest", str(corpus), "--json")
+        assert again.exit_code == 0, again.stderr
+        s = summary_of(again)
+        assert s["unchanged"] == 4 and s["pending_embeddings"] == 0
+        assert s["embedded"] == summary["chunks"]
+        assert server.embed_inputs == summary["chunks"]
+    assert all(has_vec for *_, has_vec in snapshot(home()))
+
+
+def test_a_corrupt_pdf_fails_alone_and_the_rest_is_committed(standin, corpus):
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj garbage\n%%EOF\n")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 5
+    failed = [d for d in records_of(r) if d["status"] == "failed"]
+    assert [Path(d["path"]).name for d in failed] == ["broken.pdf"]
+    assert "broken.pdf" in failed[0]["message"] and "PDF" in failed[0]["message"]
+    assert summary_of(r)["added"] == 4 and summary_of(r)["failed"] == 1
+    assert r.records()[-1]["code"] == "partial_failure"
+    assert len({row[1] for row in snapshot(home())}) == 4
+    listed = invoke("docs", "list", "--json").records()
+    assert [d["status"] for d in listed if d["path"].endswith("broken.pdf")] == ["failed"]
+    plain = invoke("ingest", str(corpus))  # retried, and reported again
+    assert plain.exit_code == 5 and plain.stdout == ""
+    assert "broken.pdf" in plain.stderr and "failed to ingest" in plain.stderr
+
+
+def test_file_size_limit_fails_with_a_clear_message(standin, corpus):
+    (corpus / "big.txt").write_text("word " * 600)
+    r = invoke("ingest", str(corpus), "--max-file-size", "2k", "--json")
+    assert r.exit_code == 5
+    (failed,) = [d for d in records_of(r) if d["status"] == "failed"]
+    assert failed["code"] == "too_large" and "--max-file-size" in failed["message"]
+
+
+def test_long_chunks_are_cut_for_embedding_but_stored_whole(standin, tmp_path):
+    notes = tmp_path / "wide"
+    notes.mkdir()
+    text = " ".join(f"w{i}" for i in range(3000))  # ~17,000 characters, one paragraph
+    (notes / "wide.txt").write_text(text)
+    r = invoke("ingest", str(notes), "--chunk-size", "20000", "--chunk-overlap", "0", "--json")
+    assert r.exit_code == 0
+    assert "embed_input_truncated" in r.stderr
+    (body,) = embed_bodies(standin)
+    assert len(body["input"][0]) == 8000
+    assert snapshot(home())[0][3] == text
+
+
+def test_model_mismatch_exits_6_with_the_reindex_command(standin, corpus):
+    standin.add_model("nomic-embed-text", capabilities=("embedding",), embedding_dim=768)
+    standin.add_model("all-minilm", capabilities=("embedding",), embedding_dim=384)
+    assert invoke("ingest", str(corpus), "-m", "all-minilm").exit_code == 0
+    # no model asked for: the collection's own is used
+    calls = standin.embed_calls
+    (corpus / "extra.md").write_text("# Extra\n\nMore words.\n")
+    assert invoke("ingest", str(corpus)).exit_code == 0
+    assert {b["model"] for b in embed_bodies(standin)[calls:]} == {"all-minilm"}
+    r = invoke("ingest", str(corpus), "-m", "nomic-embed-text", "--json")
+    assert r.exit_code == 6
+    (error,) = r.records()
+    assert error["code"] == "invalid_input"
+    assert "all-minilm" in error["message"]
+    assert "localgpt ingest --force -C default" in error["message"]
+    forced = invoke("ingest", str(corpus), "-m", "nomic-embed-text", "--force", "--json")
+    assert forced.exit_code == 0, forced.stderr
+    assert summary_of(forced)["added"] == 5
+    stats = invoke("docs", "stats", "--json").records()[0]
+    assert (stats["model"], stats["dim"], stats["documents"]) == ("nomic-embed-text", 768, 5)
+
+
+def test_walk_skips_hidden_binary_and_symlinks_out_of_the_root(standin, tmp_path):
+    root = tmp_path / "tree"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nnot for the index\n")
+    (root / "docs" / "drafts").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "h.md").write_text("# hidden\n")
+    (root / ".env").write_text("TOKEN=1\n")
+    (root / "docs" / "a.md").write_text("# A\n\ntext a\n")
+    (root / "docs" / "drafts" / "d.md").write_text("# D\n\ntext d\n")
+    (root / "docs" / "b.py").write_text("x = 1\n")
+    (root / "blob.dat").write_bytes(b"\x00\x01binary\x00" * 10)
+    (root / "pic.png").write_bytes(b"\x89PNG\r\n")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    (root / "linkdir").symlink_to(outside)
+    r = invoke("ingest", str(root), "--json")
+    assert r.exit_code == 0
+    names = sorted(Path(d["path"]).name for d in records_of(r))
+    assert names == ["a.md", "b.py", "d.md"]
+    assert summary_of(r)["skipped"] == 1  # blob.dat, sniffed; pic.png is never opened
+    again = invoke("ingest", str(root), "--json")
+    assert summary_of(again)["skipped"] == 0 and summary_of(again)["unchanged"] == 4
+
+    other = invoke(
+        "ingest", str(root), "-C", "filtered", "--include", "*.md", "--exclude", "drafts",
+        "--json",
+    )  # fmt: skip
+    assert [Path(d["path"]).name for d in records_of(other)] == ["a.md"]
+
+
+def test_globs_and_missing_paths(standin, corpus):
+    r = invoke("ingest", str(corpus / "*.md"), "--json")
+    assert [Path(d["path"]).name for d in records_of(r)] == ["vpn.md"]
+    missing = invoke("ingest", str(corpus / "nope"), "--prune")
+    assert missing.exit_code == 6 and "No such file or folder" in missing.stderr
+    assert len({row[1] for row in snapshot(home())}) == 1  # --prune did not run
+    nothing = invoke("ingest", str(corpus / "*.rst"))
+    assert nothing.exit_code == 6 and "matches no file" in nothing.stderr
+
+
+def test_cron_run_minimal_environment_is_silent_and_idempotent(standin, corpus, tmp_path):
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "cronhome"),
+        "LOCALGPT_HOME": os.environ["LOCALGPT_HOME"],
+        "OLLAMA_HOST": standin.url,
+    }
+    (tmp_path / "cronhome").mkdir()
+
+    def cron(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "localgpt_cli", "ingest", str(corpus), "--prune", *extra],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, cwd=ROOT,
+            timeout=120,
+        )  # fmt: skip
+
+    first = cron()
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    calls = standin.embed_calls
+    assert calls > 0
+    second = cron("--json")
+    assert second.returncode == 0 and second.stderr == ""
+    lines = second.stdout.splitlines()
+    assert len(lines) == 1 and '"unchanged":4' in lines[0]
+    assert standin.embed_calls == calls
+
+
+def _slow_hashed(texts: list[str]) -> list[list[float]]:
+    time.sleep(0.1)
+    return hashed_embeddings(texts, 768)
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_converges_to_the_uninterrupted_index(standin, tmp_path):
+    standin.set_embedder("nomic-embed-text", _slow_hashed)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(40):
+        (corpus / f"doc{i:02}.md").write_text(long_markdown(4 + i % 4, first=10 * i, title=f"D{i}"))
+
+    def start(home_dir: Path) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "localgpt_cli", "ingest", str(corpus), "--json",
+             "--batch-size", "4"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "LOCALGPT_HOME": str(home_dir)}, cwd=ROOT, text=True,
+        )  # fmt: skip
+
+    reference = tmp_path / "reference"
+    proc = start(reference)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    expected = snapshot(reference)
+    assert len(expected) > 150 and all(has_vec for *_, has_vec in expected)
+
+    killed = tmp_path / "killed"
+    kills = 0
+    # before anything is stored, then at several points after the first commit
+    for wait_for_record, delay in ((False, 1.0), (True, 0.0), (True, 0.5), (True, 1.2)):
+        proc = start(killed)
+        assert proc.stdout is not None
+        if wait_for_record:
+            line = proc.stdout.readline()
+            if '"type":"summary"' in line:  # finished before we could kill it
+                proc.wait()
+                continue
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += proc.returncode == -signal.SIGKILL
+    assert kills >= 3
+    final = start(killed)
+    final.communicate(timeout=120)
+    assert final.returncode == 0
+    assert snapshot(killed) == expected
+    # and the manifest caught up: one more run has nothing to do
+    calls = standin.embed_calls
+    again = start(killed)
+    out, _ = again.communicate(timeout=120)
+    assert again.returncode == 0 and '"unchanged":40' in out and '"added":0' in out
+    assert standin.embed_calls == calls
