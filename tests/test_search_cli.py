@@ -1,0 +1,111 @@
+"""`localgpt search`: modes, filters, output formats, and the keyword fallback."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli import invoke
+from tests.kb import embed_bodies, make_corpus
+from tests.test_chat_process import _run_in_pty
+
+
+@pytest.fixture
+def corpus(standin, tmp_path: Path) -> Path:
+    notes = make_corpus(tmp_path / "corpus")
+    assert invoke("ingest", str(notes)).exit_code == 0
+    return notes
+
+
+def names(records: list[dict]) -> list[str]:
+    return [Path(r["path"]).name for r in records]
+
+
+def test_hybrid_json_hits(corpus, standin):
+    r = invoke("search", "wireguard tunnel", "--json", "-k", "3")
+    assert r.exit_code == 0, r.stderr
+    hits = r.records()
+    assert 1 <= len(hits) <= 3
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    top = hits[0]
+    assert top["type"] == "hit" and top["mode"] == "hybrid"
+    assert names(hits)[0] == "vpn.md" and "wireguard" in top["text"]
+    assert set(top) >= {"rank", "score", "document_id", "path", "chunk", "page", "text"}
+    # the query was embedded with the model's query prefix
+    assert embed_bodies(standin)[-1]["input"] == ["search_query: wireguard tunnel"]
+
+
+def test_modes(corpus):
+    keyword = invoke("search", "--mode", "keyword", "passport", "--json").records()
+    assert names(keyword)[:1] == ["todo.txt"] and keyword[0]["mode"] == "keyword"
+    vector = invoke("search", "--mode", "vector", "quasar observations", "--json").records()
+    assert vector[0]["mode"] == "vector" and names(vector)[0] == "manual.pdf"
+    assert vector[0]["page"] == 2
+    assert all(0.3 <= h["score"] <= 1.0 for h in vector)  # cosine, above the threshold
+    strict = invoke("search", "--mode", "vector", "quasar", "--threshold", "0.99", "--json")
+    assert strict.exit_code == 0 and strict.records() == []
+
+
+def test_filters(corpus):
+    by_type = invoke("search", "--type", "code", "retry backoff", "--json").records()
+    assert by_type and set(names(by_type)) == {"retry.py"}
+    by_path = invoke("search", "--path", "*/code/*", "the", "--json").records()
+    assert set(names(by_path)) <= {"retry.py"}
+    pdf_id = invoke("docs", "show", str(corpus / "manual.pdf"), "--json").records()[0][
+        "document_id"
+    ]
+    by_doc = invoke("search", "--doc", pdf_id, "page", "--json").records()
+    assert by_doc and {h["document_id"] for h in by_doc} == {pdf_id}
+
+
+def test_plain_output_is_one_line_per_hit(corpus):
+    r = invoke("search", "-k", "2", "quasar observations")
+    assert r.exit_code == 0 and "\x1b[" not in r.stdout
+    lines = r.stdout.splitlines()
+    assert 1 <= len(lines) <= 2
+    rank, score, where, text = lines[0].split("\t")
+    assert rank == "1" and float(score) > 0
+    assert where.endswith("manual.pdf:2") and "quasar" in text
+
+
+def test_no_hits_prints_nothing_on_stdout(corpus):
+    r = invoke("search", "--mode", "keyword", "xylophonist")
+    assert r.exit_code == 0 and r.stdout == ""
+
+
+def test_falls_back_to_keyword_when_ollama_is_down(corpus, standin, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens on discard
+    r = invoke("search", "wireguard", "--json")
+    assert r.exit_code == 0
+    hits = r.records()
+    assert names(hits)[0] == "vpn.md" and hits[0]["mode"] == "keyword"
+    assert '"code":"ollama_unreachable"' in r.stderr and "keyword" in r.stderr
+
+
+def test_another_model_is_refused(corpus):
+    r = invoke("search", "-m", "all-minilm", "wireguard")
+    assert r.exit_code == 6 and "nomic-embed-text" in r.stderr
+
+
+def test_missing_collection_is_exit_6(corpus):
+    r = invoke("search", "-C", "nope", "anything")
+    assert r.exit_code == 6 and "localgpt ingest -C nope" in r.stderr
+
+
+def test_terminal_output_highlights_query_words(corpus, standin):
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    screen = _run_in_pty(["search", "-k", "1", "wireguard"], env)
+    text = re.sub(rb"\x1b\[[0-9;]*m", b"", screen).decode()
+    assert " 1. " in text and "vpn.md:" in text
+    assert re.search(rb"\x1b\[[0-9;]*1[;0-9]*mwireguard", screen)  # bold match
+
+
+def test_terminal_ingest_shows_a_summary(standin, tmp_path):
+    notes = make_corpus(tmp_path / "c2")
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+    screen = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", _run_in_pty(["ingest", str(notes)], env))
+    assert b"4 added, 0 unchanged" in screen
