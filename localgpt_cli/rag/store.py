@@ -540,9 +540,15 @@ class Collection:
         return "vector" in self.schema.names
 
     def has_vectors(self) -> bool:
-        """Whether vector search can find anything; cheap once the ANN index exists
-        (counting non-null vectors scans the column)."""
-        return self.has_vector_index() or self.count_with_vectors() > 0
+        """Whether vector search can find anything. Asked before every search, so it must
+        not count: counting non-null vectors reads the whole column (~170 ms at 100k x 768);
+        the index, or the first non-null row, answers at once."""
+        if not self.has_vector_column():
+            return False
+        if self.has_vector_index():
+            return True
+        query = self.table.search().where("vector IS NOT NULL").select(["chunk_id"]).limit(1)
+        return query.to_arrow().num_rows > 0
 
     def count_with_vectors(self) -> int:
         if not self.has_vector_column():
@@ -835,7 +841,9 @@ def _async_query(table: Any, q: VectorQuery | KeywordQuery, indexed: bool) -> An
     else:
         from lancedb.query import MatchQuery
 
-        builder = table.query().nearest_to_text(MatchQuery(q.text, "text"))
+        # MatchQuery declares its defaulted options in a way mypy reads as required.
+        match = MatchQuery(q.text, "text")  # type: ignore[call-arg]
+        builder = table.query().nearest_to_text(match)
         columns = [*RESULT_COLUMNS, "_score"]
     if q.where:
         builder = builder.where(q.where)
