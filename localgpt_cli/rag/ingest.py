@@ -91,6 +91,8 @@ class Summary:
     bytes: int = 0
     dry_run: bool = False
     ms: int = 0
+    embed_ms: int = 0  # waiting for the embedding server
+    optimize_ms: int = 0  # compaction and index upkeep at the end
 
     def record(self) -> Event:
         return {
@@ -110,6 +112,8 @@ class Summary:
             "embed_requests": self.embed_requests,
             "bytes": self.bytes,
             "dry_run": self.dry_run,
+            "embed_ms": self.embed_ms,
+            "optimize_ms": self.optimize_ms,
         }
 
 
@@ -244,8 +248,11 @@ class Ingest:
             self.manifest.compact()
             if self._wrote and self.coll is not None:
                 yield {"type": "progress", "phase": "optimizing"}
+                started = time.perf_counter()
                 self.coll.optimize()
+                self.summary.optimize_ms = _ms(started)
         self.summary.embed_requests = self.stats.requests
+        self.summary.embed_ms = round(self.stats.seconds * 1000)
         self.summary.embedded = self.queue.embedded
         self.summary.pending_embeddings = self._pending_count()
 
