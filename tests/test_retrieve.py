@@ -113,6 +113,17 @@ def test_fallback_to_keyword_when_collection_has_no_vectors(tmp_path):
     assert "no embeddings" in res.warnings[0]
 
 
+def test_fallback_when_every_stored_vector_is_pending(tmp_path):
+    c = open_store(tmp_path / "db").collection("kb", create=True, dim=DIM)
+    c.replace_document("X", [Chunk("X", "x.md", "markdown", 0, "vpn setup notes")], [None])
+    res = search(c, "vpn", QUERY, k=3)
+    assert res.mode_used == "keyword" and ids(res) == ["X"]
+    c.set_vectors(["X:0"], [at_similarity(0.9, 1)])
+    res = search(c, "vpn", QUERY, k=3)
+    assert res.mode_used == "hybrid" and res.warnings == []
+    assert res.hits[0].extra["vector_rank"] == 1
+
+
 def test_prefilters_still_return_k(tmp_path):
     c = open_store(tmp_path / "db").collection("kb", create=True)
     # 25 close code chunks would fill any post-filtered candidate pool of 20
