@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -118,6 +119,11 @@ def ingest(
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
     from localgpt_cli.rag.lock import lock_path
 
+    if not app.debug:
+        # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
+        # vector index); a cron job mails whatever is printed, so only its errors show.
+        # Read once, when lancedb is first imported, which has not happened yet.
+        os.environ.setdefault("LANCEDB_LOG", "error")
     try:
         max_bytes = _size(max_file_size)
     except click.BadParameter as exc:
