@@ -435,3 +435,13 @@ def test_sigkill_at_any_moment_converges_to_the_uninterrupted_index(standin, tmp
     out, _ = again.communicate(timeout=120)
     assert again.returncode == 0 and '"unchanged":40' in out and '"added":0' in out
     assert standin.embed_calls == calls
+
+
+def test_a_model_that_is_not_pulled_exits_4_and_pins_nothing(standin, corpus):
+    r = invoke("ingest", str(corpus), "-m", "not-pulled-embedder")
+    assert r.exit_code == 4
+    assert "localgpt models pull not-pulled-embedder" in r.stderr
+    # the failed model was not recorded: the default one works next
+    ok = invoke("ingest", str(corpus), "--json")
+    assert ok.exit_code == 0 and summary_of(ok)["added"] == 4
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"

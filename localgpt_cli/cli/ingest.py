@@ -113,7 +113,7 @@ def ingest(
     max_file_size: str,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
-    from localgpt_cli.errors import OllamaUnreachable, PartialFailure
+    from localgpt_cli.errors import ModelNotFound, OllamaUnreachable, PartialFailure
     from localgpt_cli.llm.client import OllamaClient
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
@@ -160,6 +160,12 @@ def ingest(
     try:
         for event in run.run():
             view.show(event)
+    except ModelNotFound as exc:
+        raise ModelNotFound(
+            f"Embedding model {run.model!r} is not available at {settings.host}.",
+            hint=f"Pull it with: localgpt models pull {run.model} (or choose one with -m). "
+            "What was stored so far is kept.",
+        ) from exc
     finally:
         view.close()
     summary = run.summary

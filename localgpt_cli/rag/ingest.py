@@ -282,7 +282,8 @@ class Ingest:
                 self.coll = None
         if self.coll is None:
             self.coll = self.store.collection(self.name, create=True)
-        self.coll.set_model(self.model)
+        # The model is recorded with the first rows (see _commit), not here: a run that
+        # fails before storing anything (a model that is not pulled) must not pin it.
 
     def _collection_exists(self) -> bool:
         uri = self.store.uri
@@ -486,7 +487,10 @@ class Ingest:
         a killed run stored without recording them."""
         doomed = {e.document_id: (e.path, e.chunks) for e in gone if e.document_id}
         known = self.manifest.ids()
-        if self.coll is not None:
+        # One column scan tells whether the table holds documents the manifest does not
+        # know (a run killed between its commit and its manifest write); only then are
+        # their paths read.
+        if self.coll is not None and not self.coll.document_ids() <= known.keys():
             for doc in self.coll.documents():
                 if doc.document_id not in known and not os.path.exists(doc.path):
                     doomed[doc.document_id] = (doc.path, doc.chunks)
@@ -643,6 +647,8 @@ class Ingest:
         ids = [d.document_id for d in docs if d.chunks or d.stored]
         if ids:
             assert self.coll is not None
+            if self.coll.model is None:
+                self.coll.set_model(self.model)
             chunks = [c for d in docs for c in d.chunks]
             vectors = [v for d in docs for v in d.vectors]
             append = not any(d.stored for d in docs)
