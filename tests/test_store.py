@@ -262,3 +262,15 @@ def test_preload_imports_lancedb_in_the_background():
         "assert 'lancedb' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_empty_collection_can_be_rebound_to_another_model(coll):
+    coll.set_model("nomic-embed-text", DIM)
+    coll.replace_document("d1", make_chunks("d1", ["x"]), unit_vectors(1))
+    with pytest.raises(InvalidInput):
+        coll.set_model("all-minilm", 4)
+    coll.delete_documents(["d1"])
+    coll.set_model("all-minilm", 4)  # `docs rm` of everything frees the collection
+    assert (coll.model, coll.dim) == ("all-minilm", 4)
+    coll.replace_document("d2", make_chunks("d2", ["y"]), [[0.5, 0.5, 0.5, 0.5]])
+    assert coll.dim == 4 and coll.pending() == []

@@ -357,7 +357,12 @@ class Collection:
         )
 
     def set_model(self, model: str, dim: int | None = None) -> None:
-        """Record the embedding model (and dimension when known); refuses a different one."""
+        """Record the embedding model (and dimension when known); refuses a different one
+        unless the collection is empty (every document removed): then there is nothing to
+        mix with, so the collection is re-bound (its vector column dropped if the dimension
+        changes)."""
+        if self.count() == 0:
+            self._unbind(dim)
         self.check_model(model, dim)
         meta = self._metadata()
         updates: dict[str, str] = {}
@@ -368,6 +373,16 @@ class Collection:
         if updates:
             self.table.update_field_metadata({"path": "chunk_id", "metadata": updates})
             self._changed()
+
+    def _unbind(self, dim: int | None) -> None:
+        meta = self._metadata()
+        if _META_MODEL in meta or _META_DIM in meta:
+            self.table.update_field_metadata(
+                {"path": "chunk_id", "metadata": {_META_MODEL: None, _META_DIM: None}}
+            )
+        if self.has_vector_column() and dim is not None and self.dim != dim:
+            self.table.drop_columns(["vector"])
+        self._changed()
 
     # -- writes ---------------------------------------------------------------------
 
