@@ -298,6 +298,8 @@ def test_model_mismatch_exits_6_with_the_reindex_command(standin, corpus):
     (corpus / "extra.md").write_text("# Extra\n\nMore words.\n")
     assert invoke("ingest", str(corpus)).exit_code == 0
     assert {b["model"] for b in embed_bodies(standin)[calls:]} == {"all-minilm"}
+    # all-minilm was trained without task prefixes: none is added
+    assert not any(t.startswith("search_") for b in embed_bodies(standin) for t in b["input"])
     r = invoke("ingest", str(corpus), "-m", "nomic-embed-text", "--json")
     assert r.exit_code == 6
     (error,) = r.records()
@@ -445,3 +447,31 @@ def test_a_model_that_is_not_pulled_exits_4_and_pins_nothing(standin, corpus):
     ok = invoke("ingest", str(corpus), "--json")
     assert ok.exit_code == 0 and summary_of(ok)["added"] == 4
     assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"
+
+
+def test_manifest_journal_survives_a_torn_line_and_compacts(tmp_path):
+    from localgpt_cli.rag.manifest import OK, Entry, Manifest
+
+    path = tmp_path / "m.jsonl"
+
+    def entry(name: str, size: int) -> Entry:
+        return Entry(str(tmp_path / name), name, size, 1, "sha", "text", 1, OK, "500/80", "now")
+
+    m = Manifest.load(path, "db", "c")
+    m.put(entry("a", 1))
+    m.put(entry("b", 2))
+    m.flush()
+    m.put(entry("a", 3))
+    m.remove(str(tmp_path / "b"))
+    m.flush()
+    with open(path, "ab") as fh:
+        fh.write(b'{"op": "put", "path": "/torn')  # SIGKILL in the middle of a write
+    loaded = Manifest.load(path, "db", "c")
+    assert {e.path: e.size for e in loaded.entries.values()} == {str(tmp_path / "a"): 3}
+    loaded.put(entry("c", 4))
+    loaded.flush()  # starts on a fresh line: the torn one does not swallow it
+    again = Manifest.load(path, "db", "c")
+    assert sorted(e.document_id for e in again.entries.values()) == ["a", "c"]
+    again.compact()
+    assert len(path.read_bytes().splitlines()) == 3  # header + one line per entry
+    assert Manifest.load(path, "db", "c").entries == again.entries

@@ -156,7 +156,7 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def document_id_for(path: str, taken: set[str] | dict[str, Any]) -> str:
+def document_id_for(path: str, taken: set[str]) -> str:
     """A new document's id: derived from its path, so the same corpus ingested twice (or a
     run killed and run again) gets the same ids; salted if a document that moved away from
     this path still uses it."""
@@ -521,7 +521,7 @@ class Ingest:
         return document_id in self._table_ids
 
     def _process(self, work: list[_Work]) -> Iterator[Event]:
-        taken = self.manifest.ids()
+        taken = set(self.manifest.ids())  # ids in use, so a new one never collides
         waiting: list[_Doc] = []  # processed, in order, not yet committed
         last_commit = time.monotonic()
         for item in work:
@@ -531,7 +531,7 @@ class Ingest:
             doc_id = (item.entry.document_id if item.entry else "") or document_id_for(
                 f.path, taken
             )
-            taken[doc_id] = item.entry
+            taken.add(doc_id)
             if self.opts.dry_run:
                 yield self._count({
                     "type": "document", "status": status, "path": f.path,
