@@ -30,8 +30,12 @@ _localgpt() {
             -T|--tool) return;;
             --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;
             --max-iterations) return;;
+            -k) return;;
+            --threshold) return;;
+            -C|--collection) return;;
+            -f|--file) COMPREPLY=($(compgen -f -- "$cur")); return;;
             esac
-            flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout -c --continue --cid --no-save --window --tools --no-tools -T --tool --functions --max-iterations --approve --json"; subs=""; files=0;;
+            flags="-m --model -s --system -o --option --think --no-think --hide-thinking --no-stream --timeout -c --continue --cid --no-save --window --tools --no-tools -T --tool --functions --max-iterations --approve --rag --no-rag -k --threshold -C --collection -f --file --lock --json"; subs=""; files=0;;
         "config")
             flags="--json"; subs=""; files=0;;
         "docs")

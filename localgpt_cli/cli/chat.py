@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -23,6 +24,8 @@ Examples:
   localgpt chat --cid 01JD3 "go on"         # continue a given one (id prefix)
   localgpt chat -T calculator "what is 17% of 2,340?"
   localgpt chat --functions mytools.py "what's the weather in Oslo?"
+  localgpt chat "how do I reset the VPN?"   # retrieves from ingested documents
+  localgpt chat -f report.pdf --lock "summarise the findings"
   localgpt chat            # interactive: /new starts over, /exit quits
 """
 
@@ -78,6 +81,16 @@ def _stdin_text() -> str | None:
 @click.option("--max-iterations", type=click.IntRange(min=1), default=10, show_default=True,
               help="Most model calls in one turn of the tool loop.")
 @click.option("--approve", is_flag=True, help="Ask y/n on the terminal before each tool call.")
+@click.option("--rag/--no-rag", default=None,
+              help="Retrieve from the knowledge base (default: when the collection has documents).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Excerpts to retrieve.")
+@click.option("--threshold", type=float, metavar="COSINE",
+              help="Minimum similarity of a retrieved excerpt [default: 0.3].")
+@click.option("-C", "--collection", metavar="NAME", help="Knowledge-base collection.")
+@click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              metavar="PATH", help="Put a whole file into the context (repeatable).")
+@click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
 @json_option
 @pass_app
 def chat(
@@ -99,6 +112,12 @@ def chat(
     functions: tuple[str, ...],
     max_iterations: int,
     approve: bool,
+    rag: bool | None,
+    k: int,
+    threshold: float | None,
+    collection: str | None,
+    files: tuple[str, ...],
+    lock: bool,
 ) -> None:
     """Ask a model. With no PROMPT and a terminal, start an interactive chat.
 
@@ -113,7 +132,11 @@ def chat(
     app.set_flag("model", model)
     app.set_flag("timeout", timeout)
     app.set_flag("window", window)
+    app.set_flag("collection", collection)
+    if lock and not files:
+        raise UsageError("--lock uses only the files named with -f/--file; name at least one.")
     parsed = parse_options(options)
+    attached = [read_context_file(p) for p in files]
     text = " ".join(prompt).strip()
     stdin_text = _stdin_text()
     store = open_store(app, readonly=no_save) if not no_save or continue_ or cid else None
@@ -136,20 +159,30 @@ def chat(
         "window": app.settings.window,
         "conversation_id": conversation.id if conversation else None,
         "max_iterations": max_iterations,
+        "files": attached,
     }
+    has_kb = knowledge_base(app, rag and not lock)
+    retriever = None
+    if has_kb and rag is not False and not lock:
+        from localgpt_cli.cli.retrieval import chat_retriever
+
+        retriever = chat_retriever(app, k=k, threshold=threshold,
+                                   collection=app.settings.collection)
     toolbox = None
     if tools:
+        from localgpt_cli.cli.retrieval import tool_search
         from localgpt_cli.cli.toolbox import build_toolbox
 
-        toolbox = build_toolbox(app, only=only_tools, functions=functions, approve=approve)
+        toolbox = build_toolbox(app, only=only_tools, functions=functions, approve=approve,
+                                search=tool_search(app) if has_kb and not lock else None)
     if text or stdin_text:
         request = base | {"prompt": text, "stdin_text": stdin_text}
-        sys.exit(run_turn(app, request, hide_thinking, store, toolbox).code)
+        sys.exit(run_turn(app, request, hide_thinking, store, toolbox, retriever).code)
     if not sys.stdin.isatty():
         raise UsageError("Nothing to ask: give a prompt or pipe text into localgpt chat.")
     from localgpt_cli.cli.repl import run_repl
 
-    run_repl(app, base, hide_thinking, store, toolbox)
+    run_repl(app, base, hide_thinking, store, toolbox, retriever)
 
 
 def open_store(app: App, readonly: bool = False) -> Any:
@@ -168,14 +201,35 @@ class TurnOutcome:
     conversation_id: str | None
 
 
+def knowledge_base(app: App, required: bool | None) -> bool:
+    """Whether the collection has documents; with --rag it must exist (exit 6 otherwise)."""
+    from localgpt_cli.cli.retrieval import collection_may_exist
+
+    name = app.settings.collection
+    if not required and not collection_may_exist(app, name):
+        return False
+    from localgpt_cli.cli.kb import open_store as open_kb
+
+    return open_kb(app).collection(name).count() > 0
+
+
+def read_context_file(path: str) -> Any:
+    """A --file as text: PDFs, DOCX and HTML through the same parsers as ingest."""
+    from localgpt_cli.kernel.grounding import ContextFile
+    from localgpt_cli.rag.parse import parse_file
+
+    doc = parse_file(Path(path))
+    return ContextFile(path=path, text="\n\n".join(s.text for s in doc.sections))
+
+
 def run_turn(app: App, request: dict[str, Any], hide_thinking: bool,
-             store: Any = None, toolbox: Any = None) -> TurnOutcome:
+             store: Any = None, toolbox: Any = None, retriever: Any = None) -> TurnOutcome:
     """Run one turn through a renderer; the exit code is 130 when interrupted."""
     from localgpt_cli.kernel.session import Turn, TurnRequest
     from localgpt_cli.render.chat import chat_renderer
 
     turn = Turn(app.client, app.catalog, TurnRequest(**request), store=store,
-                toolbox=toolbox, warn=app.output.warn)
+                toolbox=toolbox, retriever=retriever, warn=app.output.warn)
     renderer = chat_renderer(app.output, hide_thinking)
     try:
         for packet in turn:

@@ -10,7 +10,8 @@ HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an
 
 
 def run_repl(
-    app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None, toolbox: Any = None
+    app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None,
+    toolbox: Any = None, retriever: Any = None,
 ) -> None:
     from rich.prompt import Prompt
 
@@ -40,5 +41,5 @@ def run_repl(
             console.print(f"[dim]{HELP}[/dim]")
             continue
         request = base | {"prompt": text, "stdin_text": None, "conversation_id": conversation_id}
-        outcome = run_turn(app, request, hide_thinking, store, toolbox)
+        outcome = run_turn(app, request, hide_thinking, store, toolbox, retriever)
         conversation_id = outcome.conversation_id or conversation_id

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, display_path, embed_model_option, open_store
+from localgpt_cli.cli.kb import collection_options, display_path, embed_model_option
 
 EPILOG = """\b
 Examples:
@@ -52,26 +52,11 @@ def search(
     document_id: str | None,
 ) -> None:
     """Search a collection for QUERY (hybrid, vector or keyword)."""
-    from localgpt_cli.cli.kb import model_explicit
-    from localgpt_cli.errors import ModelNotFound, OllamaUnreachable
-    from localgpt_cli.rag.embedding import embed_queries
-    from localgpt_cli.rag.retrieve import DEFAULT_THRESHOLD
-    from localgpt_cli.rag.retrieve import search as run_search
+    from localgpt_cli.cli.retrieval import query_collection
 
-    coll = open_store(app).collection(app.settings.collection)
-    model = coll.model or app.settings.embed_model
-    if model_explicit(app):
-        coll.check_model(app.settings.embed_model)
-    vector = None
-    if mode != "keyword" and coll.has_vectors():
-        try:
-            vector = embed_queries(app.client, model, [query])[0]
-        except (OllamaUnreachable, ModelNotFound) as exc:
-            app.output.warn(exc.code, str(exc))
-    result = run_search(
-        coll, query, vector, k=k, mode=mode,
-        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-        type=doc_type, path_glob=path_glob, document_id=document_id,
+    result = query_collection(
+        app, query, k=k, mode=mode, threshold=threshold,
+        doc_type=doc_type, path_glob=path_glob, document_id=document_id, warn=app.output.warn,
     )  # fmt: skip
     for warning in result.warnings:
         app.output.warn("search_fallback", warning)
