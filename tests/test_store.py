@@ -225,7 +225,6 @@ def _clustered(n: int, seed: int) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-@pytest.mark.slow
 def test_vector_index_built_above_threshold_and_new_rows_found(coll):
     data = _clustered(600, seed=1)
     for d in range(6):
@@ -251,26 +250,11 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
     vec_index = [i for i in coll.indexes() if i.name == "vector_idx"][0]
     assert vec_index.indexed_rows == 605 and vec_index.unindexed_rows == 0
 
-
-def test_preload_imports_lancedb_in_the_background():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from localgpt_cli.rag import store;"
-        "assert 'lancedb' not in sys.modules; t = store.preload(); t.join();"
-        "assert 'lancedb' in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_empty_collection_can_be_rebound_to_another_model(coll):
-    coll.set_model("nomic-embed-text", DIM)
-    coll.replace_document("d1", make_chunks("d1", ["x"]), unit_vectors(1))
-    with pytest.raises(InvalidInput):
-        coll.set_model("all-minilm", 4)
-    coll.delete_documents(["d1"])
-    coll.set_model("all-minilm", 4)  # `docs rm` of everything frees the collection
-    assert (coll.model, coll.dim) == ("all-minilm", 4)
-    coll.replace_document("d2", make_chunks("d2", ["y"]), [[0.5, 0.5, 0.5, 0.5]])
-    assert coll.dim == 4 and coll.pending() == []
+    # growing 4x past the rows it was trained on (600) retrains it
+    more = _clustered(1800, seed=5)
+    coll.replace_document("m0", make_chunks("m0", ["more"] * 1700), more[:1700].tolist())
+    assert coll.ensure_indexes(min_rows=500) is False  # 2305 rows < 4 x 600
+    coll.replace_document("m1", make_chunks("m1", ["more"] * 100), more[1700:].tolist())
+    assert coll.ensure_indexes(min_rows=500) is True  # 2405 rows: retrained
+    assert coll.ensure_indexes(min_rows=500) is False
+    assert coll.vector_search(more[3].tolist(), 1)[0].chunk_id == "m0:3"

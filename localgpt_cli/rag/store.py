@@ -47,12 +47,15 @@ VECTOR_INDEX_MIN_ROWS = 50_000
 # `REFINE_FACTOR * k` candidates with the exact vectors (PQ codes alone lose recall).
 NPROBES = 20
 REFINE_FACTOR = 10
+# Retrain the ANN index when the table has grown this many times since it was trained.
+INDEX_RETRAIN_GROWTH = 4
 
 # Text hashes per `IN (...)` filter of the embedding-cache lookup: keeps each SQL filter short.
 _FILTER_BATCH = 500
 
 _META_MODEL = "localgpt:embed_model"
 _META_DIM = "localgpt:embed_dim"
+_META_INDEX_ROWS = "localgpt:vector_index_rows"  # rows the ANN index was trained on
 _FTS_INDEX = "text_idx"
 _VECTOR_INDEX = "vector_idx"
 
@@ -689,10 +692,28 @@ class Collection:
         """Create the FTS index if missing, and the ANN index once `min_rows` rows have
         vectors. Returns True when it built the vector index now."""
         self.ensure_fts_index()
-        if self.has_vector_index() or self.count_with_vectors() < min_rows:
+        if self.has_vector_index():
+            if not self._index_outgrown():
+                return False
+        elif self.count_with_vectors() < min_rows:
             return False
         self.build_vector_index()
         return True
+
+    def _index_outgrown(self) -> bool:
+        """Whether the table grew INDEX_RETRAIN_GROWTH-fold since the index was trained.
+
+        Partitions are sized for the rows at training time; new rows are appended to them
+        by `optimize()`, so after a 4x growth each probed list is 4x longer than planned and
+        the centroids describe an older corpus. Retraining at each 4x step keeps the total
+        build work linear in the final size (a geometric series).
+        """
+        trained = int(self._metadata().get(_META_INDEX_ROWS) or 0)
+        stats = self.table.index_stats(_VECTOR_INDEX)
+        if not trained or stats is None:
+            return False
+        rows = int(stats.num_indexed_rows or 0) + int(stats.num_unindexed_rows or 0)
+        return rows >= INDEX_RETRAIN_GROWTH * trained
 
     def build_vector_index(self) -> None:
         """(Re)build the IVF-PQ index over the vectors (cosine).
@@ -716,6 +737,9 @@ class Collection:
             ),
             name=_VECTOR_INDEX,
             replace=True,
+        )
+        self.table.update_field_metadata(
+            {"path": "chunk_id", "metadata": {_META_INDEX_ROWS: str(rows)}}
         )
         self._changed()
 

@@ -275,8 +275,7 @@ def flat_sweep(sizes: list[int], dim: int, n_queries: int = 10) -> list[dict]:
     for n in sizes:
         with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
             coll = open_store(Path(tmp) / "lancedb").collection("flat", create=True, dim=dim)
-            load_collection(coll, x_all[:n], labels_all[:n])
-            coll.optimize()
+            load_collection(coll, x_all[:n], labels_all[:n])  # no optimize(): it would index
             texts = ["t1w1"] * n_queries
             flat_p50, _ = run_searches(coll, queries, texts, "vector")
             t0 = time.perf_counter()
