@@ -48,7 +48,9 @@ def test_bad_hosts_are_usage_errors(raw):
 def test_precedence_flag_env_file_default(clean_env, monkeypatch):
     cfg = clean_env / "cfg" / "localgpt"
     cfg.mkdir(parents=True)
-    (cfg / "config.toml").write_text('model = "from-file"\nembed_model = "file-embed"\nwindow = 8\n')
+    (cfg / "config.toml").write_text(
+        'model = "from-file"\nembed_model = "file-embed"\nwindow = 8\n'
+    )
     monkeypatch.setenv("LOCALGPT_MODEL", "from-env")
     s = load_settings({"model": None})
     assert (s.model, s.sources["model"]) == ("from-env", "env LOCALGPT_MODEL")

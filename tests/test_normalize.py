@@ -34,7 +34,10 @@ def test_thinking_field_becomes_thought_packets():
     n = Normalizer(PacketFactory())
     out = n.feed(chunk("", thinking="Okay, the user"))
     out += n.feed(chunk("Hi", thinking=None))
-    assert [(p["type"], p["payload"]) for p in out] == [("thought", "Okay, the user"), ("token", "Hi")]
+    assert [(p["type"], p["payload"]) for p in out] == [
+        ("thought", "Okay, the user"),
+        ("token", "Hi"),
+    ]
     assert n.reasoning == "Okay, the user"
 
 
@@ -116,5 +119,5 @@ def test_any_split_gives_same_result_as_whole(answer, reasoning, cuts):
     text = f"<think>{reasoning}</think>{answer}"
     whole = run([text])[:2]
     points = sorted({c % (len(text) + 1) for c in cuts})
-    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)])]
+    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
     assert run(pieces)[:2] == whole
