@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,3 +67,36 @@ def validate_packets(lines: list[dict[str, Any]]) -> None:
     assert seqs == list(range(len(lines)))
     assert [p["type"] for p in lines].count("done") == 1
     assert lines[-1]["type"] == "done"
+
+
+def run_in_pty(
+    args: list[str], answer: bytes = b"", env: dict[str, str] | None = None, timeout: float = 30
+) -> tuple[int, bytes]:
+    """`localgpt ARGS` on a terminal (stdin and stdout); `answer` is typed at the first
+    `[y/N]`. Returns the exit code and everything the terminal showed."""
+    if env is None:
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+        env.pop("NO_COLOR", None)
+    pid, fd = pty.fork()
+    if pid == 0:  # child
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "localgpt_cli", *args], env)
+    out, typed = b"", False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+        if answer and not typed and b"[y/N]" in out:
+            os.write(fd, answer)
+            typed = True
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out

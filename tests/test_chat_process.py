@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +12,7 @@ import time
 
 import pytest
 
-from tests.cli import ROOT, validate_packets
+from tests.cli import ROOT, run_in_pty, validate_packets
 from tests.standin import Reply
 
 
@@ -65,32 +63,11 @@ def test_plain_mode_in_a_pipe_has_no_ansi_and_answer_only(standin):
     assert b"\x1b[" not in proc.stdout
 
 
-def _run_in_pty(args: list[str], env: dict[str, str], timeout: float = 30) -> bytes:
-    pid, fd = pty.fork()
-    if pid == 0:  # child
-        os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-m", "localgpt_cli", *args], env)
-    out = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            out += data
-    os.waitpid(pid, 0)
-    return out
-
-
 def test_a_terminal_gets_rendered_markdown(standin):
     standin.script(Reply(content="# Title\n\nSome **bold** text."))
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "80"}
     env.pop("NO_COLOR", None)
-    screen = _run_in_pty(["chat", "q"], env)
+    _, screen = run_in_pty(["chat", "q"], env=env)
     assert b"Title" in screen and b"bold" in screen
     assert b"**bold**" not in screen  # rendered, not raw markdown
     assert b"\x1b[" in screen  # styled
@@ -99,7 +76,7 @@ def test_a_terminal_gets_rendered_markdown(standin):
 def test_no_color_on_a_terminal_has_no_colour_codes(standin):
     standin.script(Reply(content="plain *words*"))
     env = {**os.environ, "TERM": "xterm-256color", "NO_COLOR": "1"}
-    screen = _run_in_pty(["chat", "q"], env)
+    _, screen = run_in_pty(["chat", "q"], env=env)
     assert b"words" in screen
     # No foreground or background colour (SGR 30-38, 40-48); italic/bold are allowed.
     assert not re.search(rb"\x1b\[(?:\d+;)*[34][0-8](?:;\d+)*m", screen), screen

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import stat
-import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -16,7 +12,7 @@ import pytest
 
 from localgpt_cli.cli.history import short_ids
 from localgpt_cli.history.store import HistoryStore
-from tests.cli import ROOT, invoke
+from tests.cli import invoke, run_in_pty
 from tests.standin import Reply
 
 
@@ -55,35 +51,6 @@ def make_tool_conversation() -> str:
         store.add_message(c.id, "assistant", "VPN stands for",
                           metadata={"done_reason": "aborted"})
         return c.id
-
-
-def run_in_pty(args: list[str], answer: bytes = b"", timeout: float = 30) -> tuple[int, bytes]:
-    """`localgpt ARGS` on a terminal (stdin and stdout); `answer` is typed at the first '?'."""
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    pid, fd = pty.fork()
-    if pid == 0:  # child
-        os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-m", "localgpt_cli", *args], env)
-    out, typed = b"", False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if not ready:
-            continue
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-        if answer and not typed and b"[y/N]" in out:
-            os.write(fd, answer)
-            typed = True
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), out
 
 
 # -- empty history ---------------------------------------------------------------------
