@@ -200,6 +200,26 @@ class OllamaClient:
 
     # -- chat ------------------------------------------------------------------
 
+    def _chat_request(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        think: bool | str | None,
+        options: dict[str, Any] | None,
+        keep_alive: str | float | None,
+        stream: bool,
+    ) -> Any:
+        return self.client.chat(
+            model=model,
+            messages=list(messages),
+            tools=list(tools) if tools else None,
+            think=think,
+            options=options or None,
+            keep_alive=keep_alive,
+            stream=stream,
+        )
+
     def chat_stream(
         self,
         model: str,
@@ -212,15 +232,7 @@ class OllamaClient:
     ) -> Iterator[Any]:
         """Yield ChatResponse chunks; closing this generator closes the HTTP stream."""
         with self._errors(model):
-            stream = self.client.chat(
-                model=model,
-                messages=list(messages),
-                tools=list(tools) if tools else None,
-                think=think,
-                options=options or None,
-                keep_alive=keep_alive,
-                stream=True,
-            )
+            stream = self._chat_request(model, messages, tools, think, options, keep_alive, True)
             with contextlib.closing(stream):
                 yield from stream
 
@@ -232,17 +244,11 @@ class OllamaClient:
         tools: Sequence[dict[str, Any]] | None = None,
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
+        keep_alive: str | float | None = None,
     ) -> Any:
         """One whole ChatResponse (stream: false)."""
         with self._errors(model):
-            return self.client.chat(
-                model=model,
-                messages=list(messages),
-                tools=list(tools) if tools else None,
-                think=think,
-                options=options or None,
-                stream=False,
-            )
+            return self._chat_request(model, messages, tools, think, options, keep_alive, False)
 
     # -- models ----------------------------------------------------------------
 
