@@ -56,6 +56,7 @@ _FILTER_BATCH = 500
 _META_MODEL = "localgpt:embed_model"
 _META_DIM = "localgpt:embed_dim"
 _META_INDEX_ROWS = "localgpt:vector_index_rows"  # rows the ANN index was trained on
+_META_PENDING = "localgpt:pending"  # "1" while rows without a vector may exist
 _FTS_INDEX = "text_idx"
 _VECTOR_INDEX = "vector_idx"
 
@@ -375,6 +376,23 @@ class Collection:
             updates[_META_DIM] = str(dim)
         if updates:
             self.table.update_field_metadata({"path": "chunk_id", "metadata": updates})
+            self._changed()
+
+    def pending_marked(self) -> bool | None:
+        """Whether rows without a vector may exist, as ingest last recorded it (None: never
+        recorded). Counting null vectors reads the whole vector column (~0.8 s at 60k rows),
+        which an unchanged cron re-run must not pay."""
+        value = self._metadata().get(_META_PENDING)
+        return None if value is None else value == "1"
+
+    def mark_pending(self, pending: bool) -> None:
+        """Record whether rows without a vector may exist; set before writing such rows, so
+        a crash can only leave the mark on when nothing is pending (costing one count)."""
+        value = "1" if pending else "0"
+        if self._metadata().get(_META_PENDING) != value:
+            self.table.update_field_metadata(
+                {"path": "chunk_id", "metadata": {_META_PENDING: value}}
+            )
             self._changed()
 
     def _unbind(self, dim: int | None) -> None:
