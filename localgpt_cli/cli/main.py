@@ -42,6 +42,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
              "List, show and remove ingested documents; collection stats."),
     "search": ("localgpt_cli.cli.search", "search",
                "Search a collection: hybrid, vector or keyword."),
+    "eval": ("localgpt_cli.cli.eval", "eval_command",
+             "Measure retrieval quality (nDCG, recall, MRR) on labelled questions."),
 }
 
 

@@ -8,7 +8,7 @@ search, so every way of asking the knowledge base behaves the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,28 +43,93 @@ def query_collection(
 ) -> Any:
     """A `SearchResult` for `query`; an embedding failure is reported to `warn` (with its
     error code) and the search goes on by keywords."""
-    from localgpt_cli.cli.kb import model_explicit, open_store
-    from localgpt_cli.errors import LocalGPTError
-    from localgpt_cli.rag.embedding import embed_queries
-    from localgpt_cli.rag.retrieve import DEFAULT_THRESHOLD, search
+    results = query_many(
+        app, [query], k=k, mode=mode, threshold=threshold, collection=collection,
+        doc_type=doc_type, path_glob=path_glob, document_id=document_id, warn=warn,
+    )  # fmt: skip
+    return next(results)
 
-    coll = open_store(app).collection(collection or app.settings.collection)
-    model = coll.model or app.settings.embed_model
-    if model_explicit(app):
-        coll.check_model(app.settings.embed_model)
-    vector = None
-    if mode != "keyword" and coll.has_vectors():
+
+def query_many(
+    app: App,
+    queries: Sequence[str],
+    *,
+    k: int,
+    mode: str = "hybrid",
+    threshold: float | None = None,
+    collection: str | None = None,
+    doc_type: str | None = None,
+    path_glob: str | None = None,
+    document_id: str | None = None,
+    warn: Callable[[str, str], None] | None = None,
+    batch_size: int = 64,
+) -> Iterator[Any]:
+    """`SearchResult`s for many queries, in order, over one open table.
+
+    Queries are embedded and searched `batch_size` at a time, so results stream out while
+    later batches are still being embedded, and memory stays flat for long query files.
+    Once embedding fails, the rest go by keywords without asking Ollama again (`warn` is
+    told once).
+    """
+    from localgpt_cli.rag.retrieve import search_many
+
+    target = open_target(app, collection)
+    limit = resolve_threshold(target, threshold)
+    embed = mode != "keyword" and target.collection.has_vectors()
+    for start in range(0, len(queries), max(1, batch_size)):
+        batch = list(queries[start : start + batch_size])
+        vectors = target.embed(batch, warn) if embed else [None] * len(batch)
+        yield from search_many(
+            target.collection, list(zip(batch, vectors, strict=True)), k=k, mode=mode,
+            threshold=limit, type=doc_type, path_glob=path_glob, document_id=document_id,
+            batch_size=batch_size,
+        )  # fmt: skip
+
+
+class QueryTarget:
+    """An open collection, the model its queries are embedded with, and whether that
+    model still answers: what every query of one command shares."""
+
+    def __init__(self, app: App, collection: Any, model: str) -> None:
+        self.app = app
+        self.collection = collection
+        self.model = model
+        self.failed = False
+
+    def embed(
+        self, texts: Sequence[str], warn: Callable[[str, str], None] | None = None
+    ) -> list[Any]:
+        """Query vectors, or None for each once embedding has failed (reported once)."""
+        from localgpt_cli.errors import LocalGPTError
+        from localgpt_cli.rag.embedding import embed_queries
+
+        if self.failed:
+            return [None] * len(texts)
         try:
-            vector = embed_queries(app.client, model, [query])[0]
+            return list(embed_queries(self.app.client, self.model, list(texts)))
         except LocalGPTError as exc:  # any embedding failure: keyword search still answers
+            self.failed = True
             if warn is not None:
                 warn(exc.code, f"cannot embed the query: {exc}")
-    result = search(
-        coll, query, vector, k=k, mode=mode,
-        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-        type=doc_type, path_glob=path_glob, document_id=document_id,
-    )
-    return result
+            return [None] * len(texts)
+
+
+def open_target(app: App, collection: str | None = None) -> QueryTarget:
+    """Open the collection to query, refusing an explicitly chosen model it was not built
+    with (its vectors would not be comparable)."""
+    from localgpt_cli.cli.kb import model_explicit, open_store
+
+    coll = open_store(app).collection(collection or app.settings.collection)
+    if model_explicit(app):
+        coll.check_model(app.settings.embed_model)
+    return QueryTarget(app, coll, coll.model or app.settings.embed_model)
+
+
+def resolve_threshold(target: QueryTarget, threshold: float | None) -> float:
+    """The user's --threshold, else the default for the collection's embedding model."""
+    from localgpt_cli.rag.retrieve import default_threshold
+
+    return default_threshold(target.model) if threshold is None else threshold
 
 
 def source_result(hit: Any) -> dict[str, Any]:

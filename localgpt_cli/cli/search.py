@@ -17,20 +17,30 @@ Examples:
   localgpt search --mode keyword "ECONNREFUSED"
   localgpt search --type pdf --path '*/papers/*' "boundary layer"
   localgpt search -C code --doc 3f2a9c "retry backoff"
+  localgpt search --queries questions.txt -k 10 --json    # one process, many queries
+  printf 'vpn\nbackup\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
 
 \b
 hybrid (default) fuses vector and full-text results by reciprocal rank; it falls back to
 keyword search, with a warning, when Ollama is down or the collection has no embeddings.
---threshold is a cosine similarity, applied to passages found only by their vector.
+--threshold is a cosine similarity, applied to passages found only by their vector; its
+default depends on the embedding model.
+
+\b
+--queries FILE reads one query per line: plain text (its id is the line number) or
+JSON {"id": "...", "text": "..."}; every hit record then carries its query_id. A line that
+does not parse stops the run (exit 6) before anything is searched.
 """
 
 
 @click.command(epilog=EPILOG)
-@click.argument("query")
+@click.argument("query", required=False)
+@click.option("--queries", "queries_file", metavar="FILE",
+              help="Run every query of FILE (- for stdin), one per line.")  # fmt: skip
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
               help="Number of passages.")  # fmt: skip
 @click.option("--threshold", type=float, default=None, metavar="COSINE",
-              help="Minimum similarity on the vector side [default: 0.3].")  # fmt: skip
+              help="Minimum similarity on the vector side [default: per model].")  # fmt: skip
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid",
               show_default=True, help="How to match.")  # fmt: skip
 @click.option("--type", "doc_type", metavar="TYPE",
@@ -43,7 +53,8 @@ keyword search, with a warning, when Ollama is down or the collection has no emb
 @pass_app
 def search(
     app: App,
-    query: str,
+    query: str | None,
+    queries_file: str | None,
     k: int,
     threshold: float | None,
     mode: str,
@@ -54,10 +65,16 @@ def search(
     """Search a collection for QUERY (hybrid, vector or keyword)."""
     from localgpt_cli.cli.retrieval import query_collection
 
+    if (query is None) == (queries_file is None):
+        raise click.UsageError("Give either a QUERY or --queries FILE (not both).")
+    filters = {"doc_type": doc_type, "path_glob": path_glob, "document_id": document_id}
+    if queries_file is not None:
+        _batch(app, queries_file, k=k, mode=mode, threshold=threshold, filters=filters)
+        return
+    assert query is not None
     result = query_collection(
-        app, query, k=k, mode=mode, threshold=threshold,
-        doc_type=doc_type, path_glob=path_glob, document_id=document_id, warn=app.output.warn,
-    )  # fmt: skip
+        app, query, k=k, mode=mode, threshold=threshold, warn=app.output.warn, **filters
+    )
     for warning in result.warnings:
         app.output.warn("search_fallback", warning)
     out = app.output
@@ -72,9 +89,51 @@ def search(
         _pretty(out, result.hits, query)
         return
     for hit in result.hits:
-        text = " ".join(hit.text.split())
-        out.stdout.write(f"{hit.rank}\t{hit.score:.4f}\t{_location(hit)}\t{text}\n")
+        out.stdout.write(_plain(hit) + "\n")
     out.stdout.flush()
+
+
+def _batch(
+    app: App, path: str, *, k: int, mode: str, threshold: float | None, filters: dict[str, Any]
+) -> None:
+    """Every query of a file through one open collection; output streams per query."""
+    import sys
+
+    from localgpt_cli.cli.retrieval import query_many
+    from localgpt_cli.rag.queryfile import parse_questions, read_text
+
+    source = "<stdin>" if path == "-" else path
+    stdin = sys.stdin.read() if path == "-" else None
+    questions = parse_questions(read_text(path, stdin), source)
+    out = app.output
+    warned: set[str] = set()
+    results = query_many(
+        app, [q.text for q in questions], k=k, mode=mode, threshold=threshold,
+        warn=app.output.warn, **filters,
+    )  # fmt: skip
+    for question, result in zip(questions, results, strict=True):
+        for warning in result.warnings:
+            if warning not in warned:  # the same fallback would repeat for every query
+                warned.add(warning)
+                out.warn("search_fallback", warning)
+        if out.json:
+            for hit in result.hits:
+                out.record({**_record(hit, result.mode_used), "query_id": question.id})
+        elif out.pretty:
+            from rich.markup import escape
+
+            title = f"[bold]{escape(question.id)}[/bold]  {escape(question.text)}"
+            out.console().rule(title, align="left")
+            _pretty(out, result.hits, question.text)
+        else:
+            for hit in result.hits:
+                out.stdout.write(f"{question.id}\t{_plain(hit)}\n")
+            out.stdout.flush()
+
+
+def _plain(hit: Any) -> str:
+    text = " ".join(hit.text.split())
+    return f"{hit.rank}\t{hit.score:.4f}\t{_location(hit)}\t{text}"
 
 
 def _record(hit: Any, mode: str) -> dict[str, Any]:

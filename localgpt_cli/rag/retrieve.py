@@ -23,9 +23,24 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "vector", "keyword")
 DEFAULT_K = 5
 DEFAULT_THRESHOLD = 0.3
+# Cosine similarities live on a different scale for each embedding model, so the default
+# --threshold does too (model name without tag -> threshold). Models not listed get
+# DEFAULT_THRESHOLD, which was chosen for nomic-embed-text.
+MODEL_THRESHOLDS: dict[str, float] = {
+    "nomic-embed-text": 0.3,
+}
 # RRF's constant from Cormack et al. (2009): large enough that rank 1 does not dwarf rank 5,
 # and the value their experiments found robust across collections.
 RRF_K = 60
+
+
+def default_threshold(model: str | None) -> float:
+    """The default --threshold for queries embedded with `model`."""
+    from localgpt_cli.rag.embedding import base_name
+
+    if not model:
+        return DEFAULT_THRESHOLD
+    return MODEL_THRESHOLDS.get(base_name(model), DEFAULT_THRESHOLD)
 
 
 def candidate_pool(k: int) -> int:

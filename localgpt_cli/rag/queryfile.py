@@ -1,0 +1,82 @@
+"""Files of questions, as `search --queries` and `eval` read them.
+
+One question per line, either a JSON object `{"id": ..., "text": ...}` (BEIR's `_id` is
+accepted for `id`, so published query files work as they are) or a plain line whose id is
+its line number. A file is read whole and checked before any search runs: a bad line
+stops the run with its line number instead of leaving half the answers on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from localgpt_cli.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Question:
+    """One line of a query file."""
+
+    id: str
+    text: str
+    line: int
+
+
+def read_text(path: str, stdin_text: str | None = None) -> str:
+    """The file's text (or stdin's for `-`), as UTF-8; unreadable input is InvalidInput."""
+    if path == "-":
+        return stdin_text or ""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}).") from exc
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+
+
+def parse_questions(text: str, source: str) -> list[Question]:
+    """Every question of a query file, in order; blank lines are skipped (and counted)."""
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        question = _parse_line(line, number, source)
+        if question.id in seen:
+            raise InvalidInput(
+                f"{source}:{number}: query id {question.id!r} was already used on line "
+                f"{seen[question.id]}.",
+                hint="Give every query its own id.",
+            )
+        seen[question.id] = number
+        questions.append(question)
+    if not questions:
+        raise InvalidInput(f"{source}: no queries (one per line, plain or JSON).")
+    return questions
+
+
+def _parse_line(line: str, number: int, source: str) -> Question:
+    where = f"{source}:{number}"
+    if not line.startswith("{"):
+        return Question(str(number), line, number)
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{where}: not valid JSON ({exc.msg} at column {exc.colno}).",
+            hint='Write {"id": "...", "text": "..."} or the question as plain text.',
+        ) from exc
+    if not isinstance(obj, dict):
+        raise InvalidInput(f"{where}: expected a JSON object with \"text\".")
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput(f"{where}: the object has no non-empty \"text\" string.")
+    qid = obj.get("id", obj.get("_id"))
+    if qid is None:
+        qid = number
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
+        raise InvalidInput(f"{where}: \"id\" must be a non-empty string or an integer.")
+    return Question(str(qid), text.strip(), number)

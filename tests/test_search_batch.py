@@ -1,0 +1,72 @@
+"""`localgpt search --queries FILE|-`: many queries, one process, one open of the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli import invoke
+from tests.kb import embed_bodies, make_corpus
+
+
+@pytest.fixture
+def corpus(standin, tmp_path: Path) -> Path:
+    notes = make_corpus(tmp_path / "corpus")
+    assert invoke("ingest", str(notes)).exit_code == 0
+    return notes
+
+
+def test_jsonl_and_plain_lines_match_one_shot_search(corpus, standin, tmp_path):
+    queries = tmp_path / "q.txt"
+    queries.write_text('{"id": "vpn", "text": "wireguard tunnel"}\n\nquasar observations\n')
+    calls = standin.embed_calls
+    r = invoke("search", "--queries", str(queries), "-k", "2", "--json")
+    assert r.exit_code == 0, r.stderr
+    hits = r.records()
+    assert {h["query_id"] for h in hits} == {"vpn", "3"}  # a plain line's id: its line number
+    assert standin.embed_calls == calls + 1  # both queries embedded in one request
+    assert embed_bodies(standin)[-1]["input"] == [
+        "search_query: wireguard tunnel", "search_query: quasar observations"
+    ]  # fmt: skip
+    for qid, text in (("vpn", "wireguard tunnel"), ("3", "quasar observations")):
+        alone = invoke("search", text, "-k", "2", "--json").records()
+        batch = [{k: v for k, v in h.items() if k != "query_id"} for h in hits
+                 if h["query_id"] == qid]  # fmt: skip
+        assert batch and batch == alone
+        assert [h["rank"] for h in batch] == list(range(1, len(batch) + 1))
+
+
+def test_stdin_flags_and_plain_output(corpus):
+    r = invoke("search", "--queries", "-", "--mode", "keyword", "--type", "text", "-k", "3",
+               input="passport\nwireguard\n")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    assert rows and all(row[0] == "1" for row in rows)  # only todo.txt is text: query 1
+    assert rows[0][1] == "1" and "todo.txt" in rows[0][3] and "passport" in rows[0][4]
+
+
+def test_a_bad_line_stops_before_searching(corpus, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "a", "text": "vpn"}\n{"id": "b", "text": \n')
+    r = invoke("search", "--queries", str(queries), "--json")
+    assert r.exit_code == 6 and r.stdout.splitlines()[-1].startswith('{"type":"error"')
+    assert f"{queries}:2: not valid JSON" in r.stderr
+    assert not [rec for rec in r.records() if rec["type"] == "hit"]
+
+
+def test_query_and_file_are_exclusive(corpus, tmp_path):
+    assert invoke("search").exit_code == 2
+    (tmp_path / "q").write_text("vpn\n")
+    assert invoke("search", "vpn", "--queries", str(tmp_path / "q")).exit_code == 2
+    assert invoke("search", "--queries", str(tmp_path / "missing")).exit_code == 6
+
+
+def test_ollama_down_warns_once_and_searches_by_keyword(corpus, monkeypatch, tmp_path):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    r = invoke("search", "--queries", "-", "--json", input="passport\nwireguard\nzebra\n")
+    assert r.exit_code == 0
+    assert {h["mode"] for h in r.records()} == {"keyword"}
+    assert {h["query_id"] for h in r.records()} == {"1", "2", "3"}
+    warnings = [line for line in r.stderr.splitlines() if '"warning"' in line]
+    assert len(warnings) == 2  # the embedding failure, and the fallback: once each
