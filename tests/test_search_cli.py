@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.cli import invoke
+from tests.cli import invoke, run_in_pty
 from tests.kb import embed_bodies, make_corpus
-from tests.test_chat_process import _run_in_pty
 
 
 @pytest.fixture
@@ -96,9 +94,8 @@ def test_missing_collection_is_exit_6(corpus):
 
 
 def test_terminal_output_highlights_query_words(corpus, standin):
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    screen = _run_in_pty(["search", "-k", "1", "wireguard"], env)
+    code, screen = run_in_pty(["search", "-k", "1", "wireguard"])
+    assert code == 0
     text = re.sub(rb"\x1b\[[0-9;]*m", b"", screen).decode()
     assert " 1. " in text and "vpn.md:" in text
     assert re.search(rb"\x1b\[[0-9;]*1[;0-9]*mwireguard", screen)  # bold match
@@ -106,6 +103,7 @@ def test_terminal_output_highlights_query_words(corpus, standin):
 
 def test_terminal_ingest_shows_a_summary(standin, tmp_path):
     notes = make_corpus(tmp_path / "c2")
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
-    screen = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", _run_in_pty(["ingest", str(notes)], env))
+    code, screen = run_in_pty(["ingest", str(notes)])
+    assert code == 0
+    screen = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", screen)
     assert b"4 added, 0 unchanged" in screen

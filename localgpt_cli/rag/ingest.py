@@ -202,6 +202,8 @@ class Ingest:
         self._table_ids: set[str] | None = None
         self._wrote = False
         self._pending_at_start = 0
+        self._pending_drained = False
+        self._pending_written = 0  # rows this run stored without a vector
 
     # -- the run ------------------------------------------------------------------------
 
@@ -308,29 +310,49 @@ class Ingest:
 
     # -- pending embeddings ---------------------------------------------------------------
 
+    def _count_pending(self) -> int:
+        coll = self.coll
+        assert coll is not None
+        return coll.count("vector IS NULL") if coll.has_vector_column() else coll.count()
+
     def _pending_count(self) -> int:
+        """Chunks left without a vector at the end of the run.
+
+        Counting reads the whole vector column, so it is done only when rows may be pending
+        (some were left from before, or this run stored some), and the collection's pending
+        mark is updated with the answer so that the next run can skip the count."""
         coll = self.coll
         if coll is None:
             return 0
         if self.opts.dry_run:
             return self._pending_at_start
-        if not (self._wrote or self._pending_at_start or self.down):
+        left_over = self._pending_at_start and not self._pending_drained
+        if not (left_over or self._pending_written):
+            if self._wrote or self._pending_at_start:
+                coll.mark_pending(False)  # a no-op when already marked
             return 0
-        return coll.count("vector IS NULL") if coll.has_vector_column() else coll.count()
+        pending = self._count_pending()
+        coll.mark_pending(pending > 0)
+        return pending
 
     def _embed_pending(self) -> Iterator[Event]:
         """Embed chunks an earlier run stored without vectors, before anything new."""
         coll = self.coll
         assert coll is not None
-        self._pending_at_start = (
-            coll.count("vector IS NULL") if coll.has_vector_column() else coll.count()
-        )
-        if not self._pending_at_start or self.opts.dry_run:
+        if coll.pending_marked() is False:
+            return
+        self._pending_at_start = self._count_pending()
+        if self.opts.dry_run:
+            return
+        if not self._pending_at_start:
+            if coll.count():
+                coll.mark_pending(False)  # a collection from before the mark existed
             return
         yield {"type": "progress", "phase": "pending", "chunks_total": self._pending_at_start}
         while self.down is None:
             rows = coll.pending(limit=PENDING_ROWS)
             if not rows:
+                self._pending_drained = True
                 break
             cached = self.queue.cached([r.text_hash for r in rows])
             done = [(r.chunk_id, cached[r.text_hash]) for r in rows if r.text_hash in cached]
@@ -651,6 +673,10 @@ class Ingest:
                 self.coll.set_model(self.model)
             chunks = [c for d in docs for c in d.chunks]
             vectors = [v for d in docs for v in d.vectors]
+            missing = sum(v is None for v in vectors)
+            if missing:
+                self.coll.mark_pending(True)  # before the rows, so a crash cannot hide them
+                self._pending_written += missing
             append = not any(d.stored for d in docs)
             self.coll.write_documents(ids, chunks, vectors, append=append)
             self._wrote = True
