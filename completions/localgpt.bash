@@ -6,7 +6,7 @@ _localgpt() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         case "$path" in
-            "") case "$w" in chat|config|docs|history|ingest|models|search|tools) path="${path:+$path }$w";; esac;;
+            "") case "$w" in chat|config|docs|eval|history|ingest|models|search|tools) path="${path:+$path }$w";; esac;;
             "docs") case "$w" in collections|list|rm|show|stats) path="${path:+$path }$w";; esac;;
             "history") case "$w" in export|list|prune|rm|search|show) path="${path:+$path }$w";; esac;;
             "models") case "$w" in list|ps|pull|show) path="${path:+$path }$w";; esac;;
@@ -18,7 +18,7 @@ _localgpt() {
             case "$prev" in
             --host) return;;
             esac
-            flags="-V --version --json --no-color --host -v --verbose --debug"; subs="chat config docs history ingest models search tools"; files=0;;
+            flags="-V --version --json --no-color --host -v --verbose --debug"; subs="chat config docs eval history ingest models search tools"; files=0;;
         "chat")
             case "$prev" in
             -m|--model) return;;
@@ -75,6 +75,18 @@ _localgpt() {
             --db) return;;
             esac
             flags="-C --collection --db --json"; subs=""; files=0;;
+        "eval")
+            case "$prev" in
+            --queries) return;;
+            --qrels) return;;
+            --mode) return;;
+            -k) return;;
+            --threshold) return;;
+            -C|--collection) return;;
+            --db) return;;
+            -m|--embed-model) return;;
+            esac
+            flags="--queries --qrels --mode -k --threshold -C --collection --db -m --embed-model --json"; subs=""; files=0;;
         "history")
             case "$prev" in
             -n|--limit) return;;
@@ -131,6 +143,7 @@ _localgpt() {
             flags="--json"; subs=""; files=0;;
         "search")
             case "$prev" in
+            --queries) return;;
             -k) return;;
             --threshold) return;;
             --mode) COMPREPLY=($(compgen -W "hybrid vector keyword" -- "$cur")); return;;
@@ -141,7 +154,7 @@ _localgpt() {
             --db) return;;
             -m|--embed-model) return;;
             esac
-            flags="-k --threshold --mode --type --path --doc -C --collection --db -m --embed-model --json"; subs=""; files=0;;
+            flags="--queries -k --threshold --mode --type --path --doc -C --collection --db -m --embed-model --json"; subs=""; files=0;;
         "tools")
             case "$prev" in
             --functions) COMPREPLY=($(compgen -f -- "$cur")); return;;

@@ -83,6 +83,7 @@ Exit codes: 0 ok, 1 internal error, 2 usage, 3 Ollama unreachable,
 
 @click.group(
     cls=LazyGroup,
+    invoke_without_command=True,
     epilog=EPILOG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
@@ -101,6 +102,8 @@ def cli(ctx: click.Context, json_out: bool, no_color: bool, host: str | None, de
     app.output.color = not no_color
     app.debug = debug or bool(os.environ.get("LOCALGPT_DEBUG"))
     app.set_flag("host", host)
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 def _sigterm(_signum: int, _frame: Any) -> None:

@@ -1,0 +1,27 @@
+"""The top-level command: help, version, unknown commands and flags."""
+
+from __future__ import annotations
+
+from localgpt_cli import __version__
+from tests.cli import invoke
+
+
+def test_bare_command_prints_help_and_succeeds(isolated_env):
+    r = invoke()
+    assert r.exit_code == 0
+    assert "Usage: localgpt" in r.stdout
+    for name in ("chat", "ingest", "search", "docs", "models", "history", "tools", "config"):
+        assert f"  {name} " in r.stdout
+
+
+def test_version(isolated_env):
+    r = invoke("--version")
+    assert (r.exit_code, r.stdout) == (0, f"localgpt {__version__}\n")
+
+
+def test_unknown_command_and_flag_are_usage_errors(isolated_env):
+    r = invoke("chta")
+    assert r.exit_code == 2 and "No such command 'chta'" in r.stderr
+    r = invoke("chat", "--frobnicate")
+    assert r.exit_code == 2 and "--frobnicate" in r.stderr
+    assert "Traceback" not in r.stderr

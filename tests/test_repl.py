@@ -1,0 +1,105 @@
+"""The interactive chat on a real terminal: answers, /new, Ctrl-C stops only the answer."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pty
+import select
+import sys
+import time
+
+from localgpt_cli.history.store import HistoryStore
+from tests.cli import ROOT
+from tests.standin import Reply
+
+
+class Terminal:
+    """`localgpt ARGS` on a pseudo-terminal that a test types into."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "NO_COLOR": "1"}
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # child
+            os.chdir(ROOT)
+            os.execve(sys.executable, [sys.executable, "-m", "localgpt_cli", *args], env)
+        self.screen = b""
+        self.pos = 0  # what the test has already seen
+
+    def read_until(self, marker: bytes, timeout: float = 20) -> bytes:
+        """Wait for `marker` after what was already matched; move past it."""
+        deadline = time.monotonic() + timeout
+        while self.screen.find(marker, self.pos) < 0 and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if ready:
+                try:
+                    self.screen += os.read(self.fd, 65536)
+                except OSError:
+                    break
+        at = self.screen.find(marker, self.pos)
+        assert at >= 0, (marker, self.screen[-2000:])
+        seen, self.pos = self.screen[self.pos : at + len(marker)], at + len(marker)
+        return seen
+
+    def type(self, text: bytes) -> None:
+        os.write(self.fd, text)
+
+    def wait(self, timeout: float = 20) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+            select.select([self.fd], [], [], 0.1)
+            with contextlib.suppress(OSError):
+                self.screen += os.read(self.fd, 65536)
+        raise AssertionError("the REPL did not exit")
+
+
+def test_repl_answers_keeps_one_conversation_and_survives_ctrl_c(standin, isolated_env):
+    standin.script(
+        Reply(content="First answer."),
+        Reply(content="Second answer."),
+        Reply(content=["slow "] * 400, delay=0.05),
+        Reply(content="After the stop."),
+    )
+    term = Terminal("chat")
+    term.read_until(b">>>")
+    term.type(b"hello\r")
+    term.read_until(b"First answer.")
+    term.read_until(b">>>")
+    term.type(b"and again\r")
+    term.read_until(b"Second answer.")
+    term.read_until(b">>>")
+    term.type(b"/new\r")
+    term.read_until(b"New conversation.")
+    term.type(b"tell me a long story\r")
+    term.read_until(b"slow")
+    term.type(b"\x03")  # Ctrl-C while the answer streams
+    term.read_until(b">>>")  # the REPL is still there
+    term.type(b"still here?\r")
+    term.read_until(b"After the stop.")
+    term.read_until(b">>>")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+
+    requests = standin.chat_requests()
+    assert [m["content"] for m in requests[1]["messages"]] == [
+        "hello", "First answer.", "and again"]
+    assert [m["content"] for m in requests[2]["messages"]] == ["tell me a long story"]
+    assert requests[3]["messages"][-1]["content"] == "still here?"
+    assert requests[3]["messages"][0]["content"] == "tell me a long story"
+    with HistoryStore.open(os.path.join(os.environ["LOCALGPT_HOME"], "history.db")) as store:
+        conversations = store.list_conversations()
+        assert sorted(c.messages for c in conversations) == [4, 4]
+        newest = store.messages(conversations[0].id)
+    assert newest[1].metadata["done_reason"] == "aborted"
+    assert newest[1].content.startswith("slow ")
+
+
+def test_ctrl_d_at_the_prompt_quits(standin):
+    term = Terminal("chat")
+    term.read_until(b">>>")
+    term.type(b"\x04")
+    assert term.wait() == 0
