@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.cli import invoke, run, validate_packets
+from tests.cli import invoke, run, run_in_pty, validate_packets
 from tests.standin import Reply
 
 
@@ -212,3 +212,19 @@ def test_tools_command_lists_and_shows(standin, tmp_path):
     assert rec["core"] is True
     r = invoke("tools", "show", "nope")
     assert r.exit_code == 6
+
+
+def test_approve_asks_on_the_terminal_and_a_no_is_fed_back(standin):
+    standin.script(Reply(tool_calls=[calc("5+5")]), Reply(content="You declined."))
+    code, screen = run_in_pty(["chat", "--approve", "calculate 5 + 5"], answer=b"n\n")
+    assert code == 0
+    assert b'Run calculator(expression="5+5")? [y/N]' in screen
+    sent = standin.chat_requests()[-1]["messages"][-1]
+    assert sent["role"] == "tool" and "declined" in sent["content"]
+
+
+def test_approve_yes_runs_the_tool(standin):
+    standin.script(Reply(tool_calls=[calc("5+5")]), Reply(content="10"))
+    code, _ = run_in_pty(["chat", "--approve", "calculate 5 + 5"], answer=b"y\n")
+    assert code == 0
+    assert standin.chat_requests()[-1]["messages"][-1]["content"] == "10"

@@ -123,3 +123,26 @@ def test_unknown_model_stores_nothing(standin, isolated_env):
     if db(isolated_env).exists():
         with HistoryStore.open(db(isolated_env)) as store:
             assert store.list_conversations() == []
+
+
+def test_two_processes_continuing_one_conversation_lose_nothing(standin, isolated_env):
+    done = invoke("chat", "--json", "start").records()[-1]["payload"]
+    cid = done["conversation_id"]
+    standin.script(Reply(content=["a1 ", "a2 ", "a3"], delay=0.2),
+                   Reply(content=["b1 ", "b2 ", "b3"], delay=0.2))
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "localgpt_cli", "chat", "--cid", cid, text],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, env=os.environ.copy(), cwd=ROOT)
+        for text in ("from one", "from two")
+    ]
+    for proc in procs:
+        proc.communicate(timeout=60)
+        assert proc.returncode == 0
+    with HistoryStore.open(db(isolated_env)) as store:
+        messages = store.messages(cid)
+    assert [m.seq for m in messages] == list(range(6))
+    users = [m.content for m in messages if m.role == "user"]
+    answers = [m.content for m in messages if m.role == "assistant"]
+    assert sorted(users) == ["from one", "from two", "start"]
+    assert len(answers) == 3 and {"a1 a2 a3", "b1 b2 b3"} <= set(answers)

@@ -75,16 +75,16 @@ def build_toolbox(
 def _terminal_approval() -> Any:
     """Ask y/n on the terminal before each tool call (stdin may be a pipe of context)."""
     try:
-        tty = open("/dev/tty", "r+")  # noqa: SIM115 - kept open for the whole turn
+        # Binary and unbuffered: a terminal is not seekable, which text "r+" requires.
+        tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115 - open for the whole chat
     except OSError:
         raise UsageError("--approve needs a terminal to ask on.") from None
 
     def approve(name: str, arguments: dict[str, Any]) -> bool:
         from localgpt_cli.render.chat import tool_line
 
-        tty.write(f"Run {tool_line(name, arguments)}? [y/N] ")
-        tty.flush()
-        answer = tty.readline().strip().lower()
+        tty.write(f"Run {tool_line(name, arguments)}? [y/N] ".encode())
+        answer = tty.readline().decode(errors="replace").strip().lower()
         return answer in ("y", "yes")
 
     return approve
