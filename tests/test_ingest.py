@@ -475,3 +475,25 @@ def test_manifest_journal_survives_a_torn_line_and_compacts(tmp_path):
     again.compact()
     assert len(path.read_bytes().splitlines()) == 3  # header + one line per entry
     assert Manifest.load(path, "db", "c").entries == again.entries
+
+
+def test_chunk_limit_fails_the_document_with_a_clear_message(standin, tmp_path):
+    notes = tmp_path / "limit"
+    notes.mkdir()
+    (notes / "long.md").write_text(long_markdown(14))
+    (notes / "short.md").write_text("# Short\n\nfine\n")
+    r = invoke("ingest", str(notes), "--max-chunks", "3", "--json")
+    assert r.exit_code == 5
+    (failed,) = [d for d in records_of(r) if d["status"] == "failed"]
+    assert failed["code"] == "too_many_chunks" and "--max-chunks" in failed["message"]
+    assert summary_of(r)["added"] == 1
+
+
+def test_force_reingests_every_file_reusing_stored_embeddings(standin, corpus):
+    invoke("ingest", str(corpus))
+    calls = standin.embed_calls
+    r = invoke("ingest", str(corpus), "--force", "--json")
+    assert r.exit_code == 0
+    assert {d["status"] for d in records_of(r)} == {"updated"}
+    assert summary_of(r)["updated"] == 4 and summary_of(r)["embedded"] == 0
+    assert standin.embed_calls == calls

@@ -90,6 +90,13 @@ def _size(value: str) -> int:
     "--chunk-overlap", type=click.IntRange(min=0), help="Overlap in characters (80; code 60)."
 )
 @click.option(
+    "--max-chunks",
+    type=click.IntRange(min=1),
+    default=2000,
+    show_default=True,
+    help="A document cut into more chunks fails with a message.",
+)
+@click.option(
     "--max-file-size",
     default="20MB",
     show_default=True,
@@ -110,6 +117,7 @@ def ingest(
     batch_size: int,
     chunk_size: int | None,
     chunk_overlap: int | None,
+    max_chunks: int,
     max_file_size: str,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
@@ -143,6 +151,7 @@ def ingest(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         max_file_size=max_bytes,
+        max_chunks=max_chunks,
     )
     run = Ingest(
         options,
