@@ -128,9 +128,10 @@ _localgpt() {
             --batch-size) return;;
             --chunk-size) return;;
             --chunk-overlap) return;;
+            --max-chunks) return;;
             --max-file-size) return;;
             esac
-            flags="-C --collection --db -m --embed-model --include --exclude --prune --force --dry-run --wait-lock --batch-size --chunk-size --chunk-overlap --max-file-size --json"; subs=""; files=1;;
+            flags="-C --collection --db -m --embed-model --include --exclude --prune --force --dry-run --wait-lock --batch-size --chunk-size --chunk-overlap --max-chunks --max-file-size --json"; subs=""; files=1;;
         "models")
             flags="--refresh --json"; subs="list ps pull show"; files=0;;
         "models list")
