@@ -55,6 +55,12 @@ def test_a_bad_line_stops_before_searching(corpus, tmp_path):
     assert not [rec for rec in r.records() if rec["type"] == "hit"]
 
 
+def test_a_line_without_words_is_named_in_keyword_mode(corpus):
+    r = invoke("search", "--queries", "-", "--mode", "keyword", input="vpn\n?!\n")
+    assert r.exit_code == 6 and r.stdout == ""
+    assert "<stdin>:2: the query '?!' has no words" in r.stderr
+
+
 def test_query_and_file_are_exclusive(corpus, tmp_path):
     assert invoke("search").exit_code == 2
     (tmp_path / "q").write_text("vpn\n")

@@ -78,7 +78,7 @@ def eval_command(
     from localgpt_cli.cli.retrieval import open_target, resolve_threshold
     from localgpt_cli.errors import InvalidInput
     from localgpt_cli.rag.evaluate import parse_qrels, score_run
-    from localgpt_cli.rag.queryfile import parse_questions, read_text
+    from localgpt_cli.rag.queryfile import parse_questions, read_text, require_words
 
     wanted = _modes(modes) if modes is not None else None
     if queries_file == "-" and qrels_file == "-":
@@ -125,6 +125,8 @@ def eval_command(
 
         # No keyword fallback here: figures labelled "vector" must come from vectors.
         vectors = embed_queries(app.client, target.model, [q.text for q in scored])
+    if "keyword" in wanted:
+        require_words(scored, q_source)
     limit = resolve_threshold(target, threshold)
     items = [(q.text, v) for q, v in zip(scored, vectors, strict=True)]
     depth = max(k, MIN_DEPTH)

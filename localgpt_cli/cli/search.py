@@ -100,11 +100,13 @@ def _batch(
     import sys
 
     from localgpt_cli.cli.retrieval import query_many
-    from localgpt_cli.rag.queryfile import parse_questions, read_text
+    from localgpt_cli.rag.queryfile import parse_questions, read_text, require_words
 
     source = "<stdin>" if path == "-" else path
     stdin = sys.stdin.read() if path == "-" else None
     questions = parse_questions(read_text(path, stdin), source)
+    if mode == "keyword":
+        require_words(questions, source)
     out = app.output
     warned: set[str] = set()
     results = query_many(

@@ -9,6 +9,8 @@ stops the run with its line number instead of leaving half the answers on stdout
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localgpt_cli.errors import InvalidInput
@@ -80,3 +82,13 @@ def _parse_line(line: str, number: int, source: str) -> Question:
     if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid).strip() == "":
         raise InvalidInput(f"{where}: \"id\" must be a non-empty string or an integer.")
     return Question(str(qid), text.strip(), number)
+
+
+def require_words(questions: Sequence[Question], source: str) -> None:
+    """Keyword search needs a word to match: name the first line that has none, rather
+    than failing the whole run on it halfway through."""
+    for q in questions:
+        if re.search(r"\w", q.text) is None:
+            raise InvalidInput(
+                f"{source}:{q.line}: the query {q.text!r} has no words to search for."
+            )
