@@ -216,6 +216,7 @@ class _View:
             return
         if kind == "document" and event["status"] == "failed":
             self._print_error(event)
+            self._advance({"files": 1})
         if not out.pretty:
             return
         if kind == "plan":
@@ -229,7 +230,7 @@ class _View:
             self._print(_summary_line(event))
 
     def _start(self, plan: dict[str, Any]) -> None:
-        if not plan["to_process"]:
+        if not plan["to_process"] or self.dry_run:  # a dry run only lists
             return
         from rich.progress import (
             BarColumn,
