@@ -497,3 +497,15 @@ def test_force_reingests_every_file_reusing_stored_embeddings(standin, corpus):
     assert {d["status"] for d in records_of(r)} == {"updated"}
     assert summary_of(r)["updated"] == 4 and summary_of(r)["embedded"] == 0
     assert standin.embed_calls == calls
+
+
+def test_a_text_file_that_turns_binary_leaves_the_index(standin, corpus):
+    invoke("ingest", str(corpus))
+    (corpus / "todo.txt").write_bytes(b"\x00\x01\x02 now binary \x00")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0
+    (removed,) = records_of(r)
+    assert removed["status"] == "removed" and removed["code"] == "binary_file"
+    assert summary_of(r)["removed"] == 1
+    assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
+    assert summary_of(invoke("ingest", str(corpus), "--json"))["unchanged"] == 4

@@ -614,7 +614,18 @@ class Ingest:
         except InvalidInput as exc:
             if exc.code == "binary_file":
                 self.summary.skipped += 1
-                self.manifest.put(self._entry(f, item.sha256, "", None, 0, mf.SKIPPED))
+                skipped = self._entry(f, item.sha256, "", None, 0, mf.SKIPPED)
+                if self._table_has(doc_id):  # was text, is binary now: its old rows go
+                    gone = _Doc(doc_id, [], [])
+                    gone.stored, gone.entry = True, skipped
+                    gone.record = {
+                        "type": "document", "status": "removed", "path": f.path,
+                        "document_id": doc_id, "chunks": 0, "code": exc.code,
+                        "message": exc.message, "ms": _ms(start),
+                    }  # fmt: skip
+                    yield gone
+                else:
+                    self.manifest.put(skipped)
                 return
             yield self._failed(item, exc.code, exc.message, start)
             return
@@ -697,7 +708,7 @@ class Ingest:
 
     def _count(self, record: Event) -> Event:
         status = record["status"]
-        if status in ("added", "updated", "failed"):
+        if status in ("added", "updated", "failed", "removed"):
             setattr(self.summary, status, getattr(self.summary, status) + 1)
         return record
 
