@@ -65,12 +65,12 @@ def assert_whole_words(chunks: list[Chunk], source: str) -> None:
 
 
 def test_defaults_depend_on_type() -> None:
-    assert resolve_limits("text", None, None) == (PROSE_SIZE, PROSE_OVERLAP) == (500, 80)
-    assert resolve_limits("pdf", None, None) == (500, 80)
+    assert resolve_limits("text", None, None) == (PROSE_SIZE, PROSE_OVERLAP) == (800, 120)
+    assert resolve_limits("pdf", None, None) == (800, 120)
     assert resolve_limits("code", None, None) == (CODE_SIZE, CODE_OVERLAP) == (400, 60)
     assert resolve_limits("text", 100, None) == (100, 20)  # overlap kept to a fifth
     assert resolve_limits("code", 1000, None) == (1000, 60)
-    assert resolve_limits("text", None, 0) == (500, 0)
+    assert resolve_limits("text", None, 0) == (800, 0)
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ def test_pdf_chunks_keep_page_numbers(tmp_path: Path) -> None:
     chunks = chunk_document(parse_file(pdf), "pdf-1")
     assert chunks[0].page == 1 and chunks[0].text.startswith("intro words")
     assert {c.page for c in chunks[1:]} == {3}
-    assert all(len(c.text) <= 500 for c in chunks)
+    assert all(len(c.text) <= PROSE_SIZE for c in chunks)
 
 
 # -- line ranges -----------------------------------------------------------------------

@@ -106,7 +106,7 @@ def test_editing_one_paragraph_reembeds_one_or_two_chunks(standin, tmp_path):
     notes = tmp_path / "long"
     notes.mkdir()
     doc = notes / "long.md"
-    doc.write_text(long_markdown(14))
+    doc.write_text(long_markdown(24))
     first = invoke("ingest", str(notes), "--json")
     chunks = records_of(first)[0]["chunks"]
     assert chunks >= 8
@@ -399,7 +399,7 @@ def test_sigkill_at_any_moment_converges_to_the_uninterrupted_index(standin, tmp
     def start(home_dir: Path) -> subprocess.Popen:
         return subprocess.Popen(
             [sys.executable, "-m", "localgpt_cli", "ingest", str(corpus), "--json",
-             "--batch-size", "4"],
+             "--batch-size", "4", "--chunk-size", "500", "--chunk-overlap", "80"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={**os.environ, "LOCALGPT_HOME": str(home_dir)}, cwd=ROOT, text=True,
         )  # fmt: skip

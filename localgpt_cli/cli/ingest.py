@@ -84,10 +84,10 @@ def _size(value: str) -> int:
     help="Texts per embedding request.",
 )
 @click.option(
-    "--chunk-size", type=click.IntRange(min=1), help="Characters per chunk (500; code 400)."
+    "--chunk-size", type=click.IntRange(min=1), help="Characters per chunk (800; code 400)."
 )
 @click.option(
-    "--chunk-overlap", type=click.IntRange(min=0), help="Overlap in characters (80; code 60)."
+    "--chunk-overlap", type=click.IntRange(min=0), help="Overlap in characters (120; code 60)."
 )
 @click.option(
     "--max-chunks",

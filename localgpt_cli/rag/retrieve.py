@@ -26,11 +26,11 @@ DEFAULT_THRESHOLD = 0.3
 # Cosine similarities live on a different scale for each embedding model, so the default
 # --threshold does too (model name without tag -> threshold). Models not listed get
 # DEFAULT_THRESHOLD, which was chosen for nomic-embed-text. all-minilm measured on
-# Cranfield (tests/bench/retrieval.py --tune): the best passage of a relevant document
-# scores >= 0.48 for 95% of the questions and the top passage >= 0.43 for all of them,
-# while questions the collection cannot answer top out at 0.20 (median) and 0.27 (max);
-# 0.3 drops the latter and costs nDCG@10 nothing (0.3609 at 0 and at 0.3), 0.4 starts
-# cutting relevant passages (R@100 0.768 -> 0.726).
+# Cranfield in 500/80 chunks (tests/bench/retrieval.py --tune): the best passage of a
+# relevant document scores >= 0.48 for 95% of the questions and the top passage >= 0.43
+# for all of them, while questions the collection cannot answer top out at 0.20 (median)
+# and 0.27 (max); 0.3 drops the latter and costs nDCG@10 nothing (0.3609 at 0 and at
+# 0.3), 0.4 starts cutting relevant passages (R@100 0.768 -> 0.726).
 MODEL_THRESHOLDS: dict[str, float] = {
     "nomic-embed-text": 0.3,
     "all-minilm": 0.3,

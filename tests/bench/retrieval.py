@@ -108,8 +108,10 @@ def run(env: dict[str, str], corpus: Path, args: argparse.Namespace, embedder: A
         chunking += ["--chunk-size", str(args.chunk_size)]
     if args.chunk_overlap is not None:
         chunking += ["--chunk-overlap", str(args.chunk_overlap)]
-    overlap = 80 if args.chunk_overlap is None else args.chunk_overlap
-    setting = f"{args.chunk_size or 500}/{overlap}"
+    from localgpt_cli.rag.chunk import resolve_limits
+
+    size, overlap = resolve_limits("text", args.chunk_size, args.chunk_overlap)
+    setting = f"{size}/{overlap}"
     misses = embedder.misses
     seconds, proc = localgpt(env, "ingest", str(corpus), "--json", *chunking)
     summary = records(proc)[-1]
