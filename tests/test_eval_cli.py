@@ -108,3 +108,16 @@ def test_vector_mode_needs_embeddings(standin, tmp_path, monkeypatch):
     r = invoke(*args, "--json")  # default modes: keyword only, with a warning
     assert r.exit_code == 0 and {rec["mode"] for rec in r.records()} == {"keyword"}
     assert "evaluating keyword mode only" in r.stderr
+
+
+def test_terminal_gets_a_rich_table(labelled):
+    from tests.cli import run_in_pty
+
+    queries, qrels = labelled
+    code, shown = run_in_pty(["eval", "--queries", str(queries), "--qrels", str(qrels),
+                              "--mode", "keyword"])  # fmt: skip
+    text = re.sub(rb"\x1b\[[0-9;]*m", b"", shown).decode()
+    assert code == 0, text
+    assert "Retrieval quality of 'default'" in text and b"\x1b[" in shown
+    row = next(line for line in text.splitlines() if line.startswith("keyword"))
+    assert row.split()[1:6] == ["0.6667", "0.6667", "0.6667", "0.6667", "1"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,14 @@ def test_ollama_down_warns_once_and_searches_by_keyword(corpus, monkeypatch, tmp
     assert {h["query_id"] for h in r.records()} == {"1", "2", "3"}
     warnings = [line for line in r.stderr.splitlines() if '"warning"' in line]
     assert len(warnings) == 2  # the embedding failure, and the fallback: once each
+
+
+def test_terminal_shows_each_query_above_its_passages(corpus, tmp_path):
+    from tests.cli import run_in_pty
+
+    (tmp_path / "q").write_text('{"id": "a[b]", "text": "wireguard"}\npassport\n')
+    code, shown = run_in_pty(["search", "--queries", str(tmp_path / "q"), "--mode", "keyword"])
+    text = re.sub(rb"\x1b\[[0-9;]*m", b"", shown).decode()
+    assert code == 0, text
+    assert text.index("a[b]  wireguard") < text.index("vpn.md") < text.index("2  passport")
+    assert text.index("2  passport") < text.index("todo.txt")
