@@ -57,6 +57,7 @@ def test_schema_and_stored_row(coll):
         "line_start",
         "line_end",
         "text_hash",
+        "title",
         "vector",
     ]
     assert str(schema.field("vector").type) == f"fixed_size_list<item: float>[{DIM}]"
@@ -137,6 +138,39 @@ def test_lookup_vectors_is_the_embedding_cache(coll):
     )
     assert list(found) == [text_hash("kept paragraph")]
     assert np.allclose(found[text_hash("kept paragraph")], vectors[0], atol=1e-6)
+
+
+def test_titled_chunks_are_keyed_by_what_is_embedded(coll):
+    chunks = make_chunks("d1", ["# Guide\nintro", "body text"])
+    for c in chunks:
+        c.title = "Guide"
+    coll.replace_document("d1", chunks)  # stored pending: the title must be kept for later
+    pending = coll.pending()
+    assert [(p.title, p.text_hash) for p in pending] == [
+        ("Guide", text_hash("# Guide\nintro")),  # opens with its title: the text alone
+        ("Guide", text_hash("Guide\n\nbody text")),
+    ]
+    assert coll.chunks("d1")[1].text == "body text"  # the stored text is the bare slice
+
+
+def test_table_from_before_titles_gains_the_column_and_keeps_its_rows(coll):
+    coll.table.drop_columns(["title"])  # the schema of collections made before titles
+    coll._changed()
+    vectors = unit_vectors(2)
+    coll.replace_document("d1", make_chunks("d1", ["old one"]), [vectors[0]])
+    assert "title" in coll.table.schema.names
+    coll.table.drop_columns(["title"])
+    coll._changed()
+    coll.replace_document("d2", make_chunks("d2", ["old two"]))
+    assert [(p.text, p.title) for p in coll.pending()] == [("old two", None)]
+    titled = make_chunks("d3", ["new text"])
+    titled[0].title = "Doc"
+    coll.replace_document("d3", titled, [vectors[1]])
+    assert coll.table.schema.names[-1] == "title"  # added last; rows written by name
+    assert set(coll.lookup_vectors([text_hash("old one"), text_hash("Doc\n\nnew text")])) == {
+        text_hash("old one"), text_hash("Doc\n\nnew text")
+    }
+    assert coll.count() == 3
 
 
 def test_model_recorded_and_mismatch_refused(coll, tmp_path):

@@ -5,9 +5,11 @@ Some embedding models were trained with task prefixes and lose quality without t
 others were trained without and must not get any. The table below is the one place that
 knows which is which, so ingest and every query path embed the same way.
 
-The cache is the collection itself: a chunk whose text is already stored with a vector
-(same collection, hence same model) reuses it, so editing one paragraph of a long document
-costs one or two embeddings instead of the whole document.
+A chunk's embedding input is its text with its document's title above it (`titles.embed_body`),
+then the model's document prefix. The cache is the collection itself: a chunk whose input
+is already stored with a vector (same collection, hence same model; keyed by the hash of the
+input, `store.embed_hash`) reuses it, so editing one paragraph of a long document costs one
+or two embeddings instead of the whole document, and a changed title re-embeds.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def prefixes(model: str) -> tuple[str, str]:
 
 
 def document_input(model: str, text: str) -> tuple[str, bool]:
-    """What is sent to embed a stored chunk, and whether it had to be truncated."""
+    """What is sent to embed a stored chunk (`text` is its `embed_body`: title and chunk
+    text), and whether it had to be truncated."""
     return _limit(prefixes(model)[0] + text)
 
 
@@ -125,7 +128,8 @@ class EmbedQueue:
         return {h: np.asarray(v, dtype=np.float32) for h, v in found.items()}
 
     def put(self, text: str, text_hash: str, ref: Any) -> bool:
-        """Queue `text` for `ref`; True if its embed input had to be truncated."""
+        """Queue `text` (a chunk's `embed_body`, hashed as `text_hash`) for `ref`; True if
+        its embed input had to be truncated."""
         queued = self._queue.get(text_hash)
         if queued is not None:
             queued[1].append(ref)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from localgpt_cli.errors import InvalidInput, LocalGPTError
 from localgpt_cli.rag import manifest as mf
 from localgpt_cli.rag.chunk import DEFAULT_MAX_CHUNKS, resolve_limits
+from localgpt_cli.rag.titles import embed_body
 from localgpt_cli.rag.walk import FoundFile, walk
 
 if TYPE_CHECKING:
@@ -49,6 +50,9 @@ COMMIT_SECONDS = 1.0
 # Pending chunks (stored while Ollama was down) fetched and filled per commit.
 PENDING_ROWS = 1024
 HASH_BLOCK = 1 << 20
+# Names the way chunks are turned into embedding inputs (rag/titles.py); part of each
+# manifest entry's options, so changing it makes the next run re-process every document.
+EMBED_RECIPE = "titled"
 
 Event = dict[str, Any]
 
@@ -360,8 +364,8 @@ class Ingest:
             done = [(r.chunk_id, cached[r.text_hash]) for r in rows if r.text_hash in cached]
             self.summary.reused += len(done)
             for r in rows:
-                if r.text_hash not in cached:
-                    self.queue.put(r.text, r.text_hash, r.chunk_id)
+                if r.text_hash not in cached:  # the same input as when it was stored
+                    self.queue.put(embed_body(r.title, r.text), r.text_hash, r.chunk_id)
             delivered = self.queue.drain(everything=True)
             yield from self._check_down()
             done += [(ref, v) for ref, v in delivered if v is not None]
@@ -384,10 +388,13 @@ class Ingest:
     # -- deciding what changed --------------------------------------------------------------
 
     def _options_key(self, doc_type: str | None) -> str:
+        """What a document's rows depend on besides its bytes: chunk limits and the embed
+        input recipe (`titled`: the title above each chunk). A manifest entry written with
+        another key is processed again, so collections made before titles re-embed once."""
         if doc_type is None:
             return ""
         size, overlap = resolve_limits(doc_type, self.opts.chunk_size, self.opts.chunk_overlap)
-        return f"{size}/{overlap}"
+        return f"{size}/{overlap}/{EMBED_RECIPE}"
 
     def _classify(
         self, files: list[FoundFile]
@@ -596,7 +603,8 @@ class Ingest:
         yields its events, then the `_Doc` (nothing if the file failed or is binary)."""
         from localgpt_cli.rag.chunk import chunk_document
         from localgpt_cli.rag.parse import parse_file
-        from localgpt_cli.rag.store import text_hash
+        from localgpt_cli.rag.store import embed_hash
+        from localgpt_cli.rag.titles import document_title
 
         f = item.found
         start = time.perf_counter()
@@ -632,10 +640,13 @@ class Ingest:
         except Exception as exc:  # a parser bug on one odd file must not stop the run
             yield self._failed(item, "parse_error", f"{f.path}: {type(exc).__name__}: {exc}", start)
             return
+        title = document_title(parsed)
         del parsed.sections  # the chunks hold the text now
         for note in parsed.warnings:
             yield {"type": "warning", "code": "parse_warning", "message": f"{f.path}: {note}"}
-        doc = _Doc(doc_id, chunks, [text_hash(c.text) for c in chunks])
+        for chunk in chunks:
+            chunk.title = title
+        doc = _Doc(doc_id, chunks, [embed_hash(c) for c in chunks])
         cached = self.queue.cached(doc.hashes)
         truncated = 0
         for i, (chunk, h) in enumerate(zip(chunks, doc.hashes, strict=True)):
@@ -643,7 +654,7 @@ class Ingest:
                 doc.vectors[i] = cached[h]
             else:
                 doc.waiting += 1
-                truncated += self.queue.put(chunk.text, h, (doc, i))
+                truncated += self.queue.put(embed_body(title, chunk.text), h, (doc, i))
         if truncated:
             yield {
                 "type": "warning",

@@ -35,6 +35,7 @@ class ParsedDocument:
     sections: list[Section]
     language: str | None = None  # for code: py, js, rs, ...
     warnings: list[str] = field(default_factory=list)
+    title: str | None = None  # the title the file's metadata declares (PDF), if any
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Chunk:
     heading: str | None = None
     line_start: int | None = None
     line_end: int | None = None
+    title: str | None = None  # the document's title, embedded with the text (rag/titles.py)
 
 
 @dataclass

@@ -2,11 +2,13 @@
 
     python -m tests.embedder.warm --measure          # vectors/s, batch and thread choices
     python -m tests.embedder.warm docs queries       # cache whole documents and questions
-    python -m tests.embedder.warm chunks --size 500 --overlap 80
+    python -m tests.embedder.warm chunks --size 800 --overlap 120
 
-A benchmark run hits the cache only for the exact texts it embeds, so `chunks` uses the
-product chunker (`localgpt_cli.rag.chunk`) when it exists and falls back to a plain
-word-boundary splitter otherwise (then the vectors only help runs that chunk the same way).
+A benchmark run hits the cache only for the exact texts it embeds, so `chunks` builds them
+with the product code: `parse_file`, `chunk_document`, then the embedding input ingest sends
+(`document_title` + `embed_body`: the document's title above every chunk but its first).
+Without the product chunker it falls back to a plain word-boundary splitter (then the
+vectors only help runs that chunk the same way).
 """
 
 from __future__ import annotations
@@ -50,10 +52,11 @@ def cranfield_files() -> list[tuple[str, str]]:
 
 
 def chunk_texts(size: int, overlap: int) -> tuple[list[str], str]:
-    """Every Cranfield chunk text at `size`/`overlap`, and which chunker produced them.
+    """Every Cranfield chunk's embedding input at `size`/`overlap`, and what produced them.
 
     With the product code present, the files are written and read back through
-    `parse_file` and `chunk_document`, so the texts are byte for byte what ingest embeds.
+    `parse_file`, `chunk_document` and `embed_body`, so the texts are byte for byte what
+    ingest embeds (all-minilm has no document prefix).
     """
     try:
         from localgpt_cli.rag.chunk import chunk_document
@@ -61,13 +64,16 @@ def chunk_texts(size: int, overlap: int) -> tuple[list[str], str]:
     except ImportError:
         texts = [c for _, body in cranfield_files() for c in word_chunks(body, size, overlap)]
         return texts, "word-boundary fallback"
+    from localgpt_cli.rag.titles import document_title, embed_body
+
     texts = []
     with tempfile.TemporaryDirectory() as tmp:
         for path in write_corpus_files(tmp):
             doc = parse_file(path)
+            title = document_title(doc)
             chunks = chunk_document(doc, path.stem, size=size, overlap=overlap)
-            texts.extend(c.text for c in chunks)
-    return texts, "localgpt_cli.rag.chunk.chunk_document"
+            texts.extend(embed_body(title, c.text) for c in chunks)
+    return texts, "chunk_document + embed_body (titled)"
 
 
 def measure(size: int, overlap: int) -> None:
@@ -124,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", nargs="*", help="docs, queries and/or chunks")
     parser.add_argument("--measure", action="store_true")
-    parser.add_argument("--size", type=int, default=500)
-    parser.add_argument("--overlap", type=int, default=80)
+    parser.add_argument("--size", type=int, default=800)
+    parser.add_argument("--overlap", type=int, default=120)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     args = parser.parse_args(argv)
     unknown = set(args.what) - {"docs", "queries", "chunks"}
