@@ -509,3 +509,123 @@ def test_a_text_file_that_turns_binary_leaves_the_index(standin, corpus):
     assert summary_of(r)["removed"] == 1
     assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
     assert summary_of(invoke("ingest", str(corpus), "--json"))["unchanged"] == 4
+
+
+PREFIX = "search_document: "  # nomic-embed-text's, the tests' default model
+
+
+def embedded(standin, since: int = 0) -> list[str]:
+    return [t for body in embed_bodies(standin)[since:] for t in body["input"]]
+
+
+def stored_texts(path: Path) -> list[str]:
+    return [c["text"] for c in invoke("docs", "show", str(path), "--json").records()]
+
+
+def test_every_chunk_is_embedded_under_its_documents_title_once(standin, tmp_path):
+    notes = tmp_path / "titled"
+    (notes / "src").mkdir(parents=True)
+    (notes / "flutter.md").write_text(long_markdown(24, title="Wing flutter"))
+    (notes / "report.txt").write_text("Boundary layer report\n\n" + "\n\n".join(
+        paragraph(n) for n in range(30, 50)))  # fmt: skip
+    (notes / "src" / "retry.py").write_text("def retry():\n    return 1\n")
+    r = invoke("ingest", str(notes), "--json")
+    assert r.exit_code == 0, r.stderr
+    sent = embedded(standin)
+    for name, title in (("flutter.md", "Wing flutter"), ("report.txt", "Boundary layer report")):
+        texts = stored_texts(notes / name)
+        assert len(texts) >= 4 and texts[0].lstrip("# ").startswith(title)
+        # the first chunk opens with the title: not said twice; the others carry it
+        assert PREFIX + texts[0] in sent
+        assert all(PREFIX + f"{title}\n\n{t}" in sent for t in texts[1:])
+        assert not any(t.startswith(title) for t in texts[1:])  # stored text: the bare slice
+    (code,) = stored_texts(notes / "src" / "retry.py")
+    assert PREFIX + "retry.py\n\n" + code in sent
+    assert len(sent) == summary_of(r)["chunks"]
+
+
+def test_changing_the_title_reembeds_the_document_and_a_paragraph_edit_does_not(
+    standin, tmp_path
+):
+    notes = tmp_path / "t"
+    notes.mkdir()
+    doc = notes / "report.txt"
+    body = "\n\n".join(paragraph(n) for n in range(24))
+    doc.write_text("Old title\n\n" + body)
+    chunks = records_of(invoke("ingest", str(notes), "--json"))[0]["chunks"]
+    assert chunks >= 8
+    before = len(embed_bodies(standin))
+    doc.write_text("New title\n\n" + body)
+    (rec,) = records_of(invoke("ingest", str(notes), "--json"))
+    assert rec["chunks"] == chunks and rec["reused"] == 0
+    again = embedded(standin, before)
+    assert len(again) == chunks
+    assert all(t.startswith(PREFIX + "New title") for t in again)
+    before = len(embed_bodies(standin))
+    doc.write_text("New title\n\n" + body.replace(paragraph(12), paragraph(12) + " Extra."))
+    (rec,) = records_of(invoke("ingest", str(notes), "--json"))
+    assert 1 <= len(embedded(standin, before)) <= 2 and rec["reused"] >= chunks - 2
+
+
+def test_pending_chunks_are_embedded_later_with_the_same_titled_input(
+    isolated_env, tmp_path, monkeypatch
+):
+    notes = tmp_path / "p"
+    notes.mkdir()
+    (notes / "long.md").write_text(long_markdown(20, title="Pending title"))
+    down = invoke("ingest", str(notes), "--json")
+    assert down.exit_code == 3 and summary_of(down)["pending_embeddings"] >= 4
+    with StandIn() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        later = invoke("ingest", str(notes), "--json")
+        assert later.exit_code == 0, later.stderr
+        assert summary_of(later)["pending_embeddings"] == 0
+        sent = embedded(server)
+        texts = stored_texts(notes / "long.md")
+    expected = [PREFIX + texts[0]] + [PREFIX + f"Pending title\n\n{t}" for t in texts[1:]]
+    assert sorted(sent) == sorted(expected)
+    # ... and they are keyed like chunks embedded at once: a fresh ingest reuses them all.
+    (notes / "copy.md").write_text((notes / "long.md").read_text())
+    with StandIn() as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        copy = invoke("ingest", str(notes), "--json")
+        assert summary_of(copy)["embed_requests"] == 0 and server.embed_calls == 0
+
+
+def _make_it_a_collection_from_before_titles() -> None:
+    """What a pre-title version left: no `title` column, `text_hash` of the bare text,
+    manifest options without the embed recipe."""
+    import pyarrow as pa
+
+    from localgpt_cli.rag.store import open_store, text_hash
+
+    table = open_store(home() / "lancedb").collection("default").table
+    table.drop_columns(["title"])
+    rows = table.to_arrow().select(["chunk_id", "text"]).to_pylist()
+    old = pa.table({
+        "chunk_id": [r["chunk_id"] for r in rows],
+        "text_hash": [text_hash(r["text"]) for r in rows],
+    })  # fmt: skip
+    table.merge_insert("chunk_id").when_matched_update_all().execute(old)
+    for manifest in (home() / "manifests").iterdir():
+        manifest.write_bytes(manifest.read_bytes().replace(b'/titled"', b'"'))
+
+
+def test_a_collection_from_before_titles_is_reembedded_once(standin, tmp_path):
+    notes = tmp_path / "old"
+    notes.mkdir()
+    (notes / "long.md").write_text(long_markdown(20, title="Old collection"))
+    chunks = summary_of(invoke("ingest", str(notes), "--json"))["chunks"]
+    _make_it_a_collection_from_before_titles()
+    before = len(embed_bodies(standin))
+    r = invoke("ingest", str(notes), "--json")
+    assert r.exit_code == 0, r.stderr
+    (rec,) = records_of(r)
+    assert rec["status"] == "updated"
+    assert rec["reused"] == 1  # the first chunk opens with the title: its input is unchanged
+    sent = embedded(standin, before)
+    assert len(sent) == chunks - 1
+    assert all(t.startswith(PREFIX + "Old collection\n\n") for t in sent)
+    assert all(has_vec for *_, has_vec in snapshot(home()))
+    again = summary_of(invoke("ingest", str(notes), "--json"))
+    assert again["unchanged"] == 1 and again["embed_requests"] == 0  # once, not every run

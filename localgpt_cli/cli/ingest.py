@@ -36,6 +36,12 @@ binary files are skipped. If Ollama is down, passages are stored without embeddi
 (keyword search finds them), the run exits 3 and the next run embeds them.
 
 \b
+Each passage is embedded under its document's title (its first heading or first line,
+a PDF's metadata title, a code file's name), so a passage keeps what its document is
+about; search returns the passage exactly as written. Collections made before titles
+are re-embedded once, by the next run.
+
+\b
 Exit codes: 0 ok, 3 Ollama unreachable (passages stored, embeddings pending),
 5 some files failed (the rest committed), 6 invalid input or another embedding model,
 75 another ingest holds the lock.

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.rag.types import ParsedDocument, Section
@@ -49,7 +49,7 @@ def _quiet_pypdf() -> Iterator[_Collector]:
 def parse_pdf(path: Path) -> ParsedDocument:
     """Extract text page by page; raise InvalidInput for encrypted, corrupt or scanned PDFs."""
     with _quiet_pypdf() as log, open(path, "rb") as fh:
-        sections, failed_pages, page_count = _extract(path, fh, log)
+        sections, failed_pages, page_count, title = _extract(path, fh, log)
     if not sections:
         if failed_pages:
             raise InvalidInput(f"{path}: corrupt PDF (no page could be read: {failed_pages[0]})")
@@ -63,13 +63,16 @@ def parse_pdf(path: Path) -> ParsedDocument:
         notes.append(f"... and {len(failed_pages) - 5} more pages not extracted")
     if log.messages:
         notes.append(f"damaged PDF, read with repairs ({log.messages[0]})")
-    return ParsedDocument(path=str(path), type="pdf", sections=sections, warnings=notes)
+    return ParsedDocument(
+        path=str(path), type="pdf", sections=sections, warnings=notes, title=title
+    )
 
 
 def _extract(
     path: Path, fh: BinaryIO, log: _Collector
-) -> tuple[list[Section], list[tuple[int, str]], int]:
-    """Sections of the pages with text, pages whose extraction failed, and the page count."""
+) -> tuple[list[Section], list[tuple[int, str]], int, str | None]:
+    """Sections of the pages with text, pages whose extraction failed, the page count and
+    the metadata title (rag/titles.py judges whether it is one)."""
     from pypdf import PasswordType, PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -102,7 +105,17 @@ def _extract(
             continue
         if text.strip():
             sections.append(Section(text=text, page=number))
-    return sections, failed, page_count
+    return sections, failed, page_count, _metadata_title(reader)
+
+
+def _metadata_title(reader: Any) -> str | None:
+    """The document-information title; None when absent or unreadable (a damaged info
+    dictionary must not fail a PDF whose pages read)."""
+    try:
+        title = reader.metadata.title if reader.metadata is not None else None
+    except Exception:  # pypdf raises anything on a broken info dictionary
+        return None
+    return str(title) if title else None
 
 
 def _reason(exc: BaseException, log: _Collector) -> str:
