@@ -3,7 +3,7 @@
     python -m tests.bench.retrieval                        # ingest, eval, batch speed
     python -m tests.bench.retrieval --chunk-size 1000 --chunk-overlap 150
     python -m tests.bench.retrieval --tune                 # + tokenizer, fusion, threshold,
-                                                           #   title-in-chunk experiments
+                                                           #   untitled-chunk comparison
 
 Cranfield (tests/data/cranfield, one file per document: title, blank line, text) is
 ingested by `localgpt ingest -m all-minilm` against the Ollama stand-in serving the NumPy
@@ -14,8 +14,8 @@ R@10 and R@100 per mode; batch search speed is `localgpt search --queries` at k=
 
 `--tune` runs the experiments in process on the same collection, through the same
 `document_rankings` and metrics as `eval`: FTS tokenizer options, RRF constant and side
-weights, the vector threshold, and the document title prefixed to every chunk's embedding
-input.
+weights, the vector threshold, and chunks embedded without their document's title (as
+ingest did before titles, rag/titles.py) for comparison.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def tune(env: dict[str, str], embedder: Any, queries: list[tuple[str, str]]) -> 
         for mode in ("keyword", "hybrid"):
             line(label, mode, evaluate(coll, items, ids, mode, threshold=0.0))
     coll.build_fts_index()
-    title_experiment(coll, embedder, items, ids)
+    untitled_experiment(coll, embedder, items, ids)
 
 
 # Questions a knowledge base of aeronautics abstracts cannot answer: what a threshold must
@@ -257,26 +257,22 @@ def threshold_figures(coll: Any, embedder: Any, items: list[Any], ids: list[str]
           f"{np.median(top_off):.3f}, max {max(top_off):.3f}", flush=True)
 
 
-def title_experiment(coll: Any, embedder: Any, items: list[Any], ids: list[str]) -> None:
-    """Each chunk's vector re-made from `title + blank line + chunk` (the title is the
-    document's first line), unless the chunk already starts with it."""
+def untitled_experiment(coll: Any, embedder: Any, items: list[Any], ids: list[str]) -> None:
+    """Every chunk that ingest embedded under its title re-embedded as its bare text (what
+    ingest did before titles); the collection is left that way, so this runs last."""
     import numpy as np
 
-    chunk_ids, inputs = [], []
-    for doc in coll.documents():
-        chunks = coll.chunks(doc.document_id)
-        title = chunks[0].text.split("\n", 1)[0].strip()
-        for c in chunks:
-            if not c.text.startswith(title):
-                chunk_ids.append(f"{c.document_id}:{c.ordinal}")
-                inputs.append(f"{title}\n\n{c.text}")
+    from localgpt_cli.rag.titles import embed_body
+
+    rows = coll.table.to_arrow().select(["chunk_id", "text", "title"]).to_pylist()
+    titled = [r for r in rows if embed_body(r["title"], r["text"]) != r["text"]]
     misses = embedder.misses
-    vectors = embedder.embed_array(inputs)
-    print(f"title in chunk embeddings: {len(inputs)} chunks re-embedded "
+    vectors = embedder.embed_array([r["text"] for r in titled])
+    print(f"without titles: {len(titled)} of {len(rows)} chunks re-embedded as bare text "
           f"({embedder.misses - misses} not cached)")
-    coll.set_vectors(chunk_ids, np.asarray(vectors))
+    coll.set_vectors([r["chunk_id"] for r in titled], np.asarray(vectors))
     for mode in ("vector", "hybrid"):
-        line("title + chunk", mode, evaluate(coll, items, ids, mode, threshold=0.0))
+        line("bare chunk (no title)", mode, evaluate(coll, items, ids, mode, threshold=0.0))
 
 
 if __name__ == "__main__":
