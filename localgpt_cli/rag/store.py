@@ -35,13 +35,15 @@ if TYPE_CHECKING:
 
 COLLECTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-# Below this many embedded rows an exact (flat) scan is both fast and perfectly accurate,
-# and an IVF index would be trained on too few points to partition well. Measured with
-# 768-d clustered vectors on 2 cores (tests/bench/search.py): a flat scan is ~0.2 s at 50k
-# rows and ~0.4 s at 100k, while building the index at 50k takes only a few seconds; below
-# ~20k rows the flat scan stays under ~0.1 s, which a one-shot CLI call cannot notice next
-# to the 1+ s of process start-up.
-VECTOR_INDEX_MIN_ROWS = 50_000
+# Below this many embedded rows search scans every vector exactly; from it on, ensure_indexes()
+# builds the IVF-PQ index. Measured on 2 shared cores with 768-d clustered vectors
+# (python -m tests.bench.search --flat-sweep 10000,25000,50000): the exact scan costs ~5.4 ms
+# per 1,000 rows (p50 53 ms at 10k, 134 ms at 25k, 302 ms at 50k) while an indexed search
+# stays at 17-26 ms; building the index takes 18 s at 10k, 28 s at 25k and 140 s at 50k
+# (k-means work grows with rows x partitions). At 20k the one ingest run that crosses the
+# line pays ~25 s once, and no collection below it waits more than ~110 ms per query;
+# fewer rows than that also train too few partitions (one per 256 rows) to be worth it.
+VECTOR_INDEX_MIN_ROWS = 20_000
 
 # Search-time knobs of the ANN index, chosen with tests/bench/search.py for recall@10 >= 0.95
 # on clustered 768-d vectors: probe NPROBES IVF partitions, then re-rank
