@@ -51,9 +51,14 @@ VECTOR_INDEX_MIN_ROWS = 20_000
 # recall@10 ~0.26). Measured at 1M rows (1,000 partitions) after `optimize()` had compacted
 # the indexed table: refine 10 -> recall 0.72, 20 -> 0.93, 30 -> 0.97 (p50 ~36 ms),
 # 50 -> 0.97 (~52 ms); 60 probes with refine 30 -> 1.00 but ~51 ms. Before compaction
-# refine 10 already gave 0.90 and 20 gave 0.99. At 100k rows refine 10 gives 1.00.
+# refine 10 already gave 0.90 and 20 gave 0.99. At 100k rows refine 10 gives recall 1.00
+# at p50 ~12 ms, where refine 30 costs ~2.5x the latency (re-ranking reads 30 x limit full
+# vectors), so small indexes use the small factor; the 250k boundary lies between the two
+# measured sizes and is not itself measured.
 NPROBES = 20
 REFINE_FACTOR = 30
+REFINE_FACTOR_SMALL = 10
+REFINE_SMALL_ROWS = 250_000
 # Retrain the ANN index when the table has grown this many times since it was trained.
 INDEX_RETRAIN_GROWTH = 4
 
@@ -324,6 +329,7 @@ class Collection:
         self.table = table
         self._schema: Any = None
         self._index_names: set[str] | None = None
+        self._index_rows: int | None = None
         self._loop: Any = None
         self._async_table: Any = None
         self._reader_stale = False
@@ -345,9 +351,23 @@ class Collection:
             self._index_names = {cfg.name for cfg in self.table.list_indices()}
         return self._index_names
 
+    def _refine_factor(self) -> int | None:
+        """The re-ranking factor for the ANN index at its size (None: no index, exact scan)."""
+        if not self.has_vector_index():
+            return None
+        if self._index_rows is None:
+            stats = self.table.index_stats(_VECTOR_INDEX)
+            self._index_rows = (
+                int(stats.num_indexed_rows or 0) + int(stats.num_unindexed_rows or 0)
+                if stats is not None
+                else 0
+            )
+        return REFINE_FACTOR_SMALL if self._index_rows < REFINE_SMALL_ROWS else REFINE_FACTOR
+
     def _changed(self) -> None:
         self._schema = None
         self._index_names = None
+        self._index_rows = None
         self._reader_stale = True
 
     # -- metadata -------------------------------------------------------------------
@@ -860,14 +880,14 @@ class Collection:
                     hint="Search with the model the collection was ingested with.",
                 )
         loop, table = self._reader()
-        indexed = self.has_vector_index()
+        refine = self._refine_factor()
         has_vectors = self.has_vector_column()
 
         async def one(q: VectorQuery | KeywordQuery, gate: asyncio.Semaphore) -> list[StoredRow]:
             if isinstance(q, VectorQuery) and not has_vectors:
                 return []
             async with gate:
-                builder = _async_query(table, q, indexed)
+                builder = _async_query(table, q, refine)
                 result = await builder.to_arrow()
             score = "_distance" if isinstance(q, VectorQuery) else "_score"
             return [
@@ -938,7 +958,7 @@ class KeywordQuery:
     where: str | None = None
 
 
-def _async_query(table: Any, q: VectorQuery | KeywordQuery, indexed: bool) -> Any:
+def _async_query(table: Any, q: VectorQuery | KeywordQuery, refine: int | None) -> Any:
     """The LanceDB async query builder for one search (prefilter is the async default)."""
     if isinstance(q, VectorQuery):
         builder = (
@@ -947,8 +967,8 @@ def _async_query(table: Any, q: VectorQuery | KeywordQuery, indexed: bool) -> An
             .column("vector")
             .distance_type("cosine")
         )
-        if indexed:
-            builder = builder.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+        if refine is not None:
+            builder = builder.nprobes(NPROBES).refine_factor(refine)
         columns = [*RESULT_COLUMNS, "_distance"]
     else:
         from lancedb.query import MatchQuery
