@@ -291,4 +291,7 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
     coll.replace_document("m1", make_chunks("m1", ["more"] * 100), more[1700:].tolist())
     assert coll.ensure_indexes(min_rows=500) is True  # 2405 rows: retrained
     assert coll.ensure_indexes(min_rows=500) is False
-    assert coll.vector_search(more[3].tolist(), 1)[0].chunk_id == "m0:3"
+    # k=5 re-ranks 50 candidates exactly (refine_factor 10): the row itself comes first.
+    # With k=1 only 10 are re-ranked, and on 16-d vectors PQ's approximation sometimes
+    # leaves the exact match outside them (a flaky test, not a product fault).
+    assert coll.vector_search(more[3].tolist(), 5)[0].chunk_id == "m0:3"
