@@ -130,10 +130,3 @@ class LockBusy(LocalGPTError):
     code = "lock_busy"
     exit_code = EXIT_LOCKED
     retryable = True
-
-
-class Interrupted(LocalGPTError):
-    """Ctrl-C or SIGTERM."""
-
-    code = "interrupted"
-    exit_code = EXIT_INTERRUPTED

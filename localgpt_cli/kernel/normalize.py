@@ -8,6 +8,7 @@ no tag text ever reaches a `token` — also when a tag is split across chunks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,7 +30,7 @@ class _ToolCall(Protocol):
 class _Message(Protocol):
     content: str | None
     thinking: str | None
-    tool_calls: Any
+    tool_calls: Sequence[_ToolCall] | None
 
 
 class ChatChunk(Protocol):

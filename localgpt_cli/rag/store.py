@@ -16,10 +16,8 @@ Durability rules the ingest pipeline relies on:
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -237,20 +235,6 @@ class StoredRow:
     chunk: Chunk
     chunk_id: str
     score: float  # cosine similarity (vector side) or BM25 score (keyword side)
-
-
-def preload() -> threading.Thread:
-    """Start importing lancedb in a background thread and return it.
-
-    `import lancedb` costs ~1 s (most of it `lance_namespace`, a generated REST client
-    that lancedb.db imports unconditionally: no narrower import avoids it). A command that
-    must first wait on the network (embedding the query) can call this before that request
-    so the import runs while the socket waits; a later `import lancedb` just joins it
-    (Python's per-module import locks make the two imports safe).
-    """
-    thread = threading.Thread(target=importlib.import_module, args=("lancedb",), daemon=True)
-    thread.start()
-    return thread
 
 
 def open_store(uri: str | Path) -> Store:
