@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localgpt_cli.kernel.context import estimate_tokens
+from localgpt_cli.rag.types import citation
 
 CITE_INSTRUCTION = (
     "Answer from the sources above when they are relevant, and cite them by their "
@@ -50,17 +51,11 @@ class Retrieved:
 Retriever = Callable[[str], Retrieved]
 
 
-def source_label(result: dict[str, Any]) -> str:
-    label = f"[Source: {result['path']}, chunk {result['chunk']}"
-    if result.get("page") is not None:
-        label += f", page {result['page']}"
-    return label + "]"
-
-
 def sources_block(retrieved: Retrieved) -> str:
     parts = ["Excerpts from the user's documents:"]
     for result in retrieved.results:
-        parts.append(f"{source_label(result)}\n{result['text'].strip()}")
+        label = citation(result["path"], result["chunk"], result.get("page"))
+        parts.append(f"{label}\n{result['text'].strip()}")
     parts.append(CITE_INSTRUCTION)
     return "\n\n".join(parts)
 

@@ -70,3 +70,13 @@ class Hit:
     line_start: int | None = None
     line_end: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def citation(path: str, chunk: int, page: int | None = None) -> str:
+    """`[Source: notes/vpn.md, chunk 3, page 2]`: the label an excerpt carries in the model's
+    context. The model cites it and the user checks it against the `sources` packet, so
+    every place that shows the model an excerpt labels it through this one function."""
+    label = f"[Source: {path}, chunk {chunk}"
+    if page is not None:
+        label += f", page {page}"
+    return label + "]"

@@ -24,7 +24,8 @@ def tool_line(name: str, arguments: dict[str, Any], result: str | None = None) -
     return line
 
 
-def source_label(result: dict[str, Any]) -> str:
+def source_line(result: dict[str, Any]) -> str:
+    """`[1] notes/vpn.md:2 (chunk 3, score 0.812)`: one source in the list after an answer."""
     where = result["path"]
     if result.get("page") is not None:
         where += f":{result['page']}"
@@ -87,7 +88,7 @@ class PlainChatRenderer:
             if self.sources:
                 self.err.write("Sources:\n")
                 for r in self.sources:
-                    self.err.write(f"  {source_label(r)}\n")
+                    self.err.write(f"  {source_line(r)}\n")
 
     def _end_thinking(self) -> None:
         if self._thinking:
@@ -161,7 +162,7 @@ class PrettyChatRenderer:
             if self.sources:
                 self.console.print("Sources", style="bold")
                 for r in self.sources:
-                    self.console.print(f"  {source_label(r)}", style="cyan", markup=False)
+                    self.console.print(f"  {source_line(r)}", style="cyan", markup=False)
 
     def _end_thinking(self) -> None:
         if self._thinking:

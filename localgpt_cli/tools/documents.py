@@ -10,20 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from localgpt_cli.rag.types import Hit
+from localgpt_cli.rag.types import Hit, citation
 from localgpt_cli.tools.base import Tool, ToolError
 
 SearchFn = Callable[[str, int, "str | None"], Sequence[Hit]]
 MAX_K = 20
 MAX_EXCERPT_CHARS = 4_000
-
-
-def source_label(hit: Hit) -> str:
-    """`[Source: notes/vpn.md, chunk 3, page 2]`: where an excerpt came from."""
-    label = f"[Source: {hit.path}, chunk {hit.chunk}"
-    if hit.page is not None:
-        label += f", page {hit.page}"
-    return label + "]"
 
 
 def format_hits(query: str, hits: Sequence[Hit], collection: str | None) -> str:
@@ -39,7 +31,7 @@ def format_hits(query: str, hits: Sequence[Hit], collection: str | None) -> str:
                 text[:MAX_EXCERPT_CHARS]
                 + f"\n[… truncated: showed {MAX_EXCERPT_CHARS} of {len(hit.text)} characters]"
             )
-        blocks.append(f"{source_label(hit)}\n{text}")
+        blocks.append(f"{citation(hit.path, hit.chunk, hit.page)}\n{text}")
     return "\n\n".join(blocks)
 
 
