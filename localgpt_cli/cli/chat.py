@@ -139,7 +139,7 @@ def chat(
     attached = [read_context_file(p) for p in files]
     text = " ".join(prompt).strip()
     stdin_text = _stdin_text()
-    store = open_store(app, readonly=no_save) if not no_save or continue_ or cid else None
+    store = open_history(app, readonly=no_save) if not no_save or continue_ or cid else None
     conversation = None
     if continue_ or cid:
         conversation = None if store is None else store.resolve(cid) if cid else store.latest()
@@ -185,7 +185,7 @@ def chat(
     run_repl(app, base, hide_thinking, store, toolbox, retriever)
 
 
-def open_store(app: App, readonly: bool = False) -> Any:
+def open_history(app: App, readonly: bool = False) -> Any:
     """The history database under LOCALGPT_HOME (None when read-only and absent)."""
     from localgpt_cli.history.store import HistoryStore
 
@@ -208,9 +208,9 @@ def knowledge_base(app: App, required: bool | None) -> bool:
     name = app.settings.collection
     if not required and not collection_may_exist(app, name):
         return False
-    from localgpt_cli.cli.kb import open_store as open_kb
+    from localgpt_cli.cli.kb import open_store
 
-    return open_kb(app).collection(name).count() > 0
+    return open_store(app).collection(name).count() > 0
 
 
 def read_context_file(path: str) -> Any:

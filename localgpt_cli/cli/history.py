@@ -59,9 +59,9 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 def _open(app: App) -> HistoryStore | None:
     """The history store, or None when there is no history.db yet (nothing is created)."""
-    from localgpt_cli.cli.chat import open_store
+    from localgpt_cli.cli.chat import open_history
 
-    store: HistoryStore | None = open_store(app, readonly=True)
+    store: HistoryStore | None = open_history(app, readonly=True)
     if store is not None:
         # Closed when the command ends, so in-process callers (tests) leave no open
         # connection (and no -wal file) behind.
