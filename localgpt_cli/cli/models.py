@@ -104,8 +104,6 @@ def ps_cmd(app: App) -> None:
 @pass_app
 def pull_cmd(app: App, name: str) -> None:
     """Download a model, with a progress bar on a terminal (progress records with --json)."""
-    from localgpt_cli.errors import ModelNotFound
-
     progress = None
     tasks: dict[str, Any] = {}
     try:
@@ -139,11 +137,6 @@ def pull_cmd(app: App, name: str) -> None:
             else:
                 if not event.get("digest"):
                     app.output.stdout.write(f"{event['status']}\n")
-    except ModelNotFound:
-        raise ModelNotFound(
-            f"No model {name!r} to pull from the registry.",
-            hint="Check the name at https://ollama.com/library.",
-        ) from None
     finally:
         if progress is not None:
             progress.stop()

@@ -319,7 +319,10 @@ class OllamaClient:
         except ModelError as exc:
             # The registry's "file does not exist" arrives as an error line mid-stream.
             if "does not exist" in exc.message or "not found" in exc.message:
-                raise ModelNotFound(f"Model {model!r} is not in the registry.") from exc
+                raise ModelNotFound(
+                    f"No model {model!r} to pull from the registry.",
+                    hint="Check the name at https://ollama.com/library.",
+                ) from exc
             raise
 
     # -- hosted web tools (need OLLAMA_API_KEY; always ollama.com) --------------
