@@ -128,6 +128,7 @@ def ingest(
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.errors import ModelNotFound, OllamaUnreachable, PartialFailure
+    from localgpt_cli.heap import pin_mmap_threshold
     from localgpt_cli.llm.client import OllamaClient
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
@@ -138,6 +139,7 @@ def ingest(
         # vector index); a cron job mails whatever is printed, so only its errors show.
         # Read once, when lancedb is first imported, which has not happened yet.
         os.environ.setdefault("LANCEDB_LOG", "error")
+    pin_mmap_threshold()  # keeps the run's memory flat: see localgpt_cli/heap.py
     try:
         max_bytes = _size(max_file_size)
     except click.BadParameter as exc:

@@ -1,0 +1,68 @@
+"""The pinned mmap threshold: large blocks keep going to mmap after one is freed."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from localgpt_cli import heap
+from tests.cli import invoke
+
+glibc = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="the mmap threshold is glibc's",
+)
+
+# Frees a 1 MiB block (which, unpinned, raises glibc's threshold past 1 MiB), then asks
+# for another and prints how many blocks are mmapped: 1 when the threshold stayed put.
+PROBE = """
+import ctypes, sys
+from localgpt_cli import heap
+pinned = heap.pin_mmap_threshold() if sys.argv[1] == "pin" else False
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                 "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Info
+before = libc.mallinfo2().hblks
+libc.free(libc.malloc(1 << 20))
+block = libc.malloc(1 << 20)
+print(pinned, libc.mallinfo2().hblks - before)
+"""
+
+
+def probe(mode: str, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in heap._USER_SETTINGS}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        capture_output=True, text=True, check=True, env={**clean, **env},
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+@glibc
+def test_pinned_threshold_keeps_large_blocks_on_mmap():
+    assert probe("pin") == "True 1"
+    # the control: without the pin glibc serves the second block from the heap
+    assert probe("none") == "False 0"
+
+
+@glibc
+def test_a_user_malloc_setting_wins():
+    assert probe("pin", MALLOC_MMAP_THRESHOLD_="4194304") == "False 0"
+
+
+def test_ingest_pins_the_threshold(monkeypatch, isolated_env, tmp_path):
+    calls: list[bool] = []
+    monkeypatch.setattr(heap, "pin_mmap_threshold", lambda: calls.append(True) or True)
+    (tmp_path / "a.md").write_text("# A\n\nsome text\n")
+    result = invoke("ingest", str(tmp_path / "a.md"), "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert calls == [True]
