@@ -291,7 +291,28 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
     coll.replace_document("m1", make_chunks("m1", ["more"] * 100), more[1700:].tolist())
     assert coll.ensure_indexes(min_rows=500) is True  # 2405 rows: retrained
     assert coll.ensure_indexes(min_rows=500) is False
-    # k=5 re-ranks 50 candidates exactly (refine_factor 10): the row itself comes first.
-    # With k=1 only 10 are re-ranked, and on 16-d vectors PQ's approximation sometimes
-    # leaves the exact match outside them (a flaky test, not a product fault).
-    assert coll.vector_search(more[3].tolist(), 5)[0].chunk_id == "m0:3"
+    assert [i.type for i in coll.indexes() if i.name == "vector_idx"] == ["IvfSq"]
+    # the row itself comes first: SQ distances re-ranked with the exact vectors
+    for i in (3, 500, 1750):
+        doc, ordinal = ("m0", i) if i < 1700 else ("m1", i - 1700)
+        assert coll.vector_search(more[i].tolist(), 1)[0].chunk_id == f"{doc}:{ordinal}"
+
+
+def test_an_ivf_pq_index_from_an_earlier_version_is_replaced(coll):
+    from lancedb.index import IvfPq
+
+    data = _clustered(600, seed=2)
+    coll.replace_document("d", make_chunks("d", [f"c {i}" for i in range(600)]), data.tolist())
+    coll.table.create_index(
+        "vector",
+        config=IvfPq(distance_type="cosine", num_partitions=2, num_sub_vectors=4),
+        name="vector_idx",
+    )
+    coll._changed()
+    # until then it is searched with the re-ranking PQ needs
+    assert coll._refine_factor() == 30
+    assert coll.vector_search(data[7].tolist(), 1)[0].chunk_id == "d:7"
+    assert coll.ensure_indexes(min_rows=500) is True
+    assert [i.type for i in coll.indexes() if i.name == "vector_idx"] == ["IvfSq"]
+    assert coll._refine_factor() == 2
+    assert coll.ensure_indexes(min_rows=500) is False

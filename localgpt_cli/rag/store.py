@@ -34,29 +34,30 @@ if TYPE_CHECKING:
 COLLECTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 # Below this many embedded rows search scans every vector exactly; from it on, ensure_indexes()
-# builds the IVF-PQ index. Measured on 2 shared cores with 768-d clustered vectors
-# (python -m tests.bench.search --flat-sweep 10000,25000,50000): the exact scan costs ~5.4 ms
-# per 1,000 rows (p50 53 ms at 10k, 134 ms at 25k, 302 ms at 50k) while an indexed search
-# stays at 17-26 ms; building the index takes 18 s at 10k, 28 s at 25k and 140 s at 50k
-# (k-means work grows with rows x partitions). At 20k the one ingest run that crosses the
-# line pays ~25 s once, and no collection below it waits more than ~110 ms per query;
-# fewer rows than that also train too few partitions (one per 256 rows) to be worth it.
+# builds the ANN index. Measured on 2 cores with 768-d clustered vectors (python -m
+# tests.bench.search --flat-sweep 5000,10000,20000): the exact scan's p50 is 20 ms at 5k,
+# 24 ms at 10k and 103 ms at 20k rows; the index answers in ~5 ms and builds in 0.2 s, 0.4 s
+# and 2.1 s, with recall@10 1.00, 0.95 and 1.00. Below 20k it trains few partitions (one
+# per 256 rows) and its recall margin is thin, while the exact scan stays near 100 ms or less.
 VECTOR_INDEX_MIN_ROWS = 20_000
 
-# Search-time knobs of the ANN index, chosen with tests/bench/search.py for recall@10 >= 0.95
-# on clustered 768-d vectors: probe NPROBES IVF partitions, then re-rank
-# `REFINE_FACTOR * limit` candidates with the exact vectors (PQ distances alone give
-# recall@10 ~0.26). Measured at 1M rows (1,000 partitions) after `optimize()` had compacted
-# the indexed table: refine 10 -> recall 0.72, 20 -> 0.93, 30 -> 0.97 (p50 ~36 ms),
-# 50 -> 0.97 (~52 ms); 60 probes with refine 30 -> 1.00 but ~51 ms. Before compaction
-# refine 10 already gave 0.90 and 20 gave 0.99. At 100k rows refine 10 gives recall 1.00
-# at p50 ~12 ms, where refine 30 costs ~2.5x the latency (re-ranking reads 30 x limit full
-# vectors), so small indexes use the small factor; the 250k boundary lies between the two
-# measured sizes and is not itself measured.
+# The ANN index is IVF with 8-bit scalar quantization (IVF_SQ), chosen over IVF-PQ with
+# tests/bench/search.py on clustered 768-d vectors (2 cores). At 1M rows IVF_SQ builds in
+# 53-73 s where IVF-PQ took 200-290 s, and answers in p50 ~11 ms at recall@10 0.976 with no
+# re-ranking, where PQ's coarse distances (recall 0.26 alone) needed 30x re-ranking to reach
+# 0.96 at 45 ms. A 2x re-rank with the exact vectors lifts SQ to recall 1.00: p50 7.9 ms at
+# 100k and 12.7 ms at 1M. Training samples 64 rows a partition for 10 k-means rounds:
+# 100k rows build in 6-8 s, against 102 s with IVF-PQ's defaults (256 rows, 50 rounds), for
+# the same recall, and the sample bounds the training memory. The index takes ~0.8 KB a
+# row on disk (PQ: 48 bytes), the price of the exact-enough distances.
 NPROBES = 20
-REFINE_FACTOR = 30
-REFINE_FACTOR_SMALL = 10
-REFINE_SMALL_ROWS = 250_000
+REFINE_FACTOR = 2
+# An IVF-PQ index left by an earlier version is searched with the re-ranking it needed
+# until the next ingest replaces it (see `_index_outdated`).
+REFINE_FACTOR_PQ = 30
+VECTOR_INDEX_TYPE = "IVF_SQ"
+INDEX_KMEANS_ROUNDS = 10
+INDEX_SAMPLE_RATE = 64  # training rows a partition
 # Retrain the ANN index when the table has grown this many times since it was trained.
 INDEX_RETRAIN_GROWTH = 4
 
@@ -313,7 +314,7 @@ class Collection:
         self.table = table
         self._schema: Any = None
         self._index_names: set[str] | None = None
-        self._index_rows: int | None = None
+        self._index_type: str | None = None
         self._loop: Any = None
         self._async_table: Any = None
         self._reader_stale = False
@@ -336,22 +337,18 @@ class Collection:
         return self._index_names
 
     def _refine_factor(self) -> int | None:
-        """The re-ranking factor for the ANN index at its size (None: no index, exact scan)."""
+        """The re-ranking factor for the ANN index (None: no index, exact scan)."""
         if not self.has_vector_index():
             return None
-        if self._index_rows is None:
+        if self._index_type is None:
             stats = self.table.index_stats(_VECTOR_INDEX)
-            self._index_rows = (
-                int(stats.num_indexed_rows or 0) + int(stats.num_unindexed_rows or 0)
-                if stats is not None
-                else 0
-            )
-        return REFINE_FACTOR_SMALL if self._index_rows < REFINE_SMALL_ROWS else REFINE_FACTOR
+            self._index_type = str(stats.index_type) if stats is not None else ""
+        return REFINE_FACTOR if self._index_type == VECTOR_INDEX_TYPE else REFINE_FACTOR_PQ
 
     def _changed(self) -> None:
         self._schema = None
         self._index_names = None
-        self._index_rows = None
+        self._index_type = None
         self._reader_stale = True
 
     # -- metadata -------------------------------------------------------------------
@@ -770,47 +767,48 @@ class Collection:
         vectors. Returns True when it built the vector index now."""
         self.ensure_fts_index()
         if self.has_vector_index():
-            if not self._index_outgrown():
+            if not self._index_outdated():
                 return False
         elif self.count_with_vectors() < min_rows:
             return False
         self.build_vector_index()
         return True
 
-    def _index_outgrown(self) -> bool:
-        """Whether the table grew INDEX_RETRAIN_GROWTH-fold since the index was trained.
+    def _index_outdated(self) -> bool:
+        """Whether the ANN index is of an older kind, or the table grew
+        INDEX_RETRAIN_GROWTH-fold since the index was trained.
 
         Partitions are sized for the rows at training time; new rows are appended to them
         by `optimize()`, so after a 4x growth each probed list is 4x longer than planned and
         the centroids describe an older corpus. Retraining at each 4x step keeps the total
         build work linear in the final size (a geometric series).
         """
-        trained = int(self._metadata().get(_META_INDEX_ROWS) or 0)
         stats = self.table.index_stats(_VECTOR_INDEX)
-        if not trained or stats is None:
+        if stats is None:
             return False
+        if str(stats.index_type) != VECTOR_INDEX_TYPE:
+            return True
+        trained = int(self._metadata().get(_META_INDEX_ROWS) or 0)
         rows = int(stats.num_indexed_rows or 0) + int(stats.num_unindexed_rows or 0)
-        return rows >= INDEX_RETRAIN_GROWTH * trained
+        return bool(trained) and rows >= INDEX_RETRAIN_GROWTH * trained
 
     def build_vector_index(self) -> None:
-        """(Re)build the IVF-PQ index over the vectors (cosine).
+        """(Re)build the IVF_SQ index over the vectors (cosine); see NPROBES for why SQ.
 
-        IVF-PQ rather than HNSW: with refine_factor it reaches recall@10 >= 0.95 on
-        clustered 768-d vectors and builds faster on 2 cores (see tests/bench/search.py).
-        Partitions ~ sqrt(rows) keep each probed list small; sub-vectors of 16 dimensions
-        (48 for 768-d vectors).
+        Partitions ~ sqrt(rows) keep each probed list small.
         """
-        from lancedb.index import IvfPq
+        from lancedb.index import IvfSq
 
         rows = max(self.count_with_vectors(), 1)
-        dim = self.dim or 0
         # LanceDB trains at most one partition per 256 vectors (and warns otherwise).
         partitions = max(1, min(round(math.sqrt(rows)), rows // 256))
-        sub_vectors = next(s for s in (dim // 16, dim // 8, dim // 4, 1) if s and dim % s == 0)
         self.table.create_index(
             "vector",
-            config=IvfPq(
-                distance_type="cosine", num_partitions=partitions, num_sub_vectors=sub_vectors
+            config=IvfSq(
+                distance_type="cosine",
+                num_partitions=partitions,
+                max_iterations=INDEX_KMEANS_ROUNDS,
+                sample_rate=INDEX_SAMPLE_RATE,
             ),
             name=_VECTOR_INDEX,
             replace=True,
@@ -821,15 +819,20 @@ class Collection:
         self._changed()
 
     def optimize(self, cleanup_older_than: timedelta = timedelta(hours=1)) -> None:
-        """Compact small fragments, fold new rows into the indexes, drop old versions.
+        """Compact small fragments, fold new rows into the indexes, drop old versions, then
+        build or retrain the ANN index when it is due.
 
         Each `replace_document` commit adds a fragment; a run over thousands of files would
-        otherwise leave thousands of them and slow every scan. Versions older than an hour
-        are removed: search processes are short-lived and ingest holds the lock, so no
-        reader is still on them.
+        otherwise leave thousands of them and slow every scan. The ANN index is built after
+        the compaction, on the rows where they will stay: compaction rewrites the rows of an
+        index built before it, and that remapped index searched in 10.8 ms against 7.7 ms at
+        100k rows, and at 1M in 41 ms at recall 0.976 against 15 ms at 1.00. Versions older
+        than an hour are removed: search processes are short-lived and ingest holds the
+        lock, so no reader is still on them.
         """
-        self.ensure_indexes()
+        self.ensure_fts_index()
         self.table.optimize(cleanup_older_than=cleanup_older_than)
+        self.ensure_indexes()
         self._changed()
 
     # -- search ---------------------------------------------------------------------
