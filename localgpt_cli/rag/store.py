@@ -826,7 +826,7 @@ class Collection:
         otherwise leave thousands of them and slow every scan. The ANN index is built after
         the compaction, on the rows where they will stay: compaction rewrites the rows of an
         index built before it, and that remapped index searched in 10.8 ms against 7.7 ms at
-        100k rows, and at 1M in 41 ms at recall 0.976 against 15 ms at 1.00. Versions older
+        100k rows, and at 1M in 41 ms at recall 0.976 against 13 ms at 1.00. Versions older
         than an hour are removed: search processes are short-lived and ingest holds the
         lock, so no reader is still on them.
         """
