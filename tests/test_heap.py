@@ -1,4 +1,4 @@
-"""The pinned mmap threshold: large blocks keep going to mmap after one is freed."""
+"""Ingest's memory settings: the pinned mmap threshold and LanceDB's shuffle buffers."""
 
 from __future__ import annotations
 
@@ -66,3 +66,14 @@ def test_ingest_pins_the_threshold(monkeypatch, isolated_env, tmp_path):
     result = invoke("ingest", str(tmp_path / "a.md"), "--dry-run")
     assert result.exit_code == 0, result.stderr
     assert calls == [True]
+
+
+def test_ingest_bounds_lances_shuffle_buffers_unless_told(monkeypatch, isolated_env, tmp_path):
+    (tmp_path / "a.md").write_text("# A\n\nsome text\n")
+    monkeypatch.setenv("LANCE_SHUFFLE_BATCH_BYTES", "1")
+    monkeypatch.delenv("LANCE_SHUFFLE_BATCH_BYTES")  # restored (unset) after the test
+    assert invoke("ingest", str(tmp_path / "a.md"), "--dry-run").exit_code == 0
+    assert os.environ["LANCE_SHUFFLE_BATCH_BYTES"] == str(4 << 20)
+    monkeypatch.setenv("LANCE_SHUFFLE_BATCH_BYTES", "123")
+    assert invoke("ingest", str(tmp_path / "a.md"), "--dry-run").exit_code == 0
+    assert os.environ["LANCE_SHUFFLE_BATCH_BYTES"] == "123"

@@ -316,3 +316,16 @@ def test_an_ivf_pq_index_from_an_earlier_version_is_replaced(coll):
     assert [i.type for i in coll.indexes() if i.name == "vector_idx"] == ["IvfSq"]
     assert coll._refine_factor() == 2
     assert coll.ensure_indexes(min_rows=500) is False
+
+
+def test_rows_without_vectors_mark_the_collection_pending(coll):
+    coll.replace_document("a", make_chunks("a", ["x", "y"]), unit_vectors(2))
+    coll.mark_pending(False)  # what ingest records after counting
+    assert coll.count_with_vectors() == 2
+    # a writer storing a row without its vector flips the mark first, so the cheap count
+    # (rows, when nothing is pending) is never used while one is missing
+    coll.replace_document("b", make_chunks("b", ["z", "w"]), [unit_vectors(1)[0], None])
+    assert coll.pending_marked() is True
+    assert coll.count_with_vectors() == 3
+    coll.write_documents(["c"], make_chunks("c", ["v"]), [None], append=True)
+    assert coll.count_with_vectors() == 3 and coll.count() == 5

@@ -250,6 +250,9 @@ class Ingest:
         yield from self._process(work)
         if self.opts.prune:
             yield from self._prune(gone)
+        # Counted (and the collection's pending mark set) before the optimize, whose index
+        # checks count the rows with vectors: cheap once the mark says none are missing.
+        self.summary.pending_embeddings = self._pending_count()
         if not self.opts.dry_run:
             self.manifest.compact()
             if self._wrote and self.coll is not None:
@@ -262,7 +265,6 @@ class Ingest:
         self.summary.embed_requests = self.stats.requests
         self.summary.embed_ms = round(self.stats.seconds * 1000)
         self.summary.embedded = self.queue.embedded
-        self.summary.pending_embeddings = self._pending_count()
 
     # -- collection and model -------------------------------------------------------------
 
@@ -697,10 +699,8 @@ class Ingest:
                 self.coll.set_model(self.model)
             chunks = [c for d in docs for c in d.chunks]
             vectors = [v for d in docs for v in d.vectors]
-            missing = sum(v is None for v in vectors)
-            if missing:
-                self.coll.mark_pending(True)  # before the rows, so a crash cannot hide them
-                self._pending_written += missing
+            # write_documents marks the collection pending before such rows are stored
+            self._pending_written += sum(v is None for v in vectors)
             append = not any(d.stored for d in docs)
             self.coll.write_documents(ids, chunks, vectors, append=append)
             self._wrote = True

@@ -428,6 +428,12 @@ class Collection:
             )
             self._changed()
 
+    def _mark_if_missing(self, vectors: Sequence[Any] | None) -> None:
+        """Mark the collection pending before rows without a vector are written, so a
+        crash between the two cannot leave such rows behind a "nothing pending" mark."""
+        if vectors is None or any(v is None for v in vectors):
+            self.mark_pending(True)
+
     def _unbind(self, dim: int | None) -> None:
         meta = self._metadata()
         if _META_MODEL in meta or _META_DIM in meta:
@@ -516,6 +522,7 @@ class Collection:
         if not chunks:
             self.delete_documents([document_id])
             return self.version
+        self._mark_if_missing(vectors)
         data = self._rows_table(chunks, vectors)
         result = (
             self.table.merge_insert("chunk_id")
@@ -547,6 +554,7 @@ class Collection:
         if not chunks:
             self.delete_documents(ids)
             return
+        self._mark_if_missing(vectors)
         data = self._rows_table(chunks, vectors)
         if append:
             self.table.add(data, on_bad_vectors="null")
@@ -633,8 +641,16 @@ class Collection:
         return query.to_arrow().num_rows > 0
 
     def count_with_vectors(self) -> int:
+        """Rows that have their vector.
+
+        Counting non-null vectors reads the whole vector column (2.9 s and 340 MB at 460k
+        768-d rows, paid twice by every end-of-run index check), so a collection marked as
+        having nothing pending is counted from the table's metadata instead.
+        """
         if not self.has_vector_column():
             return 0
+        if self.pending_marked() is False:
+            return self.count()
         return self.count("vector IS NOT NULL")
 
     def pending(self, limit: int | None = None) -> list[PendingChunk]:
