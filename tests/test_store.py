@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from localgpt_cli.errors import InvalidInput, NotFound, UsageError
-from localgpt_cli.rag.store import Collection, open_store, text_hash
+from localgpt_cli.rag.store import Collection, embed_hash, open_store, text_hash
 from localgpt_cli.rag.types import Chunk
 
 DIM = 16
@@ -324,8 +324,12 @@ def test_rows_without_vectors_mark_the_collection_pending(coll):
     assert coll.count_with_vectors() == 2
     # a writer storing a row without its vector flips the mark first, so the cheap count
     # (rows, when nothing is pending) is never used while one is missing
-    coll.replace_document("b", make_chunks("b", ["z", "w"]), [unit_vectors(1)[0], None])
+    b = make_chunks("b", ["z", "w"])
+    coll.replace_document("b", b, [unit_vectors(1)[0], None])
     assert coll.pending_marked() is True
     assert coll.count_with_vectors() == 3
+    # the embedding cache offers only texts that have a vector
+    assert embed_hash(b[0]) in coll.embedded_hashes()
+    assert embed_hash(b[1]) not in coll.embedded_hashes()
     coll.write_documents(["c"], make_chunks("c", ["v"]), [None], append=True)
     assert coll.count_with_vectors() == 3 and coll.count() == 5

@@ -582,7 +582,9 @@ class Collection:
         """Text hashes of the chunks stored with a vector: what the embedding cache holds."""
         if not self.has_vector_column():
             return set()
-        query = self.table.search().where("vector IS NOT NULL").select(["text_hash"])
+        query = self.table.search().select(["text_hash"])
+        if self.pending_marked() is not False:  # the filter reads the whole vector column
+            query = query.where("vector IS NOT NULL")
         return set(_scan_all_arrow(query).column("text_hash").unique().to_pylist())
 
     def delete_documents(self, document_ids: Iterable[str]) -> int:
