@@ -635,6 +635,17 @@ class _Handler(BaseHTTPRequestHandler):
         standin._record(
             Recorded(self.command, path, body, {k.lower(): v for k, v in self.headers.items()})
         )
+        try:
+            self._route(path, body, bad_json)
+        except _Abort:  # the client went away (closed, or killed mid-request)
+            self.close_connection = True
+        except Exception:  # a stand-in bug: report it to the client and to the test
+            standin.errors.append(traceback.format_exc())
+            self.close_connection = True
+            with contextlib.suppress(Exception):
+                self._send_error(500, "stand-in failure: " + traceback.format_exc(limit=1))
+
+    def _route(self, path: str, body: Any, bad_json: str | None) -> None:
         route = _ROUTES.get((self.command, path))
         if route is None:
             self._send(404, b"404 page not found", "text/plain")
@@ -646,15 +657,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 self._send_error(400, "missing request body")
                 return
-        try:
-            route(self, body or {})
-        except _Abort:
-            self.close_connection = True
-        except Exception:  # a stand-in bug: report it to the client and to the test
-            standin.errors.append(traceback.format_exc())
-            self.close_connection = True
-            with contextlib.suppress(Exception):
-                self._send_error(500, "stand-in failure: " + traceback.format_exc(limit=1))
+        route(self, body or {})
 
     def _write(self, data: bytes | bytearray, *, stream: bool = False) -> None:
         try:

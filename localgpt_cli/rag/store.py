@@ -695,7 +695,9 @@ class Collection:
             [("document_id", "count")]
         )
         pending: dict[str, int] = {}
-        if self.has_vector_column():
+        if not self.has_vector_column():
+            pending = {r["document_id"]: r["document_id_count"] for r in grouped.to_pylist()}
+        elif self.pending_marked() is not False:  # the null filter reads every vector
             nulls = _scan_all_arrow(
                 self.table.search().where("vector IS NULL").select(["document_id"])
             )
@@ -703,8 +705,6 @@ class Collection:
                 nulls.group_by("document_id").aggregate([("document_id", "count")]).to_pylist()
             ):
                 pending[row["document_id"]] = row["document_id_count"]
-        else:
-            pending = {r["document_id"]: r["document_id_count"] for r in grouped.to_pylist()}
         out = [
             DocumentSummary(
                 r["document_id"],
