@@ -113,6 +113,11 @@ class EmbedQueue:
         if self._known is not None:
             self._known.update(hashes)
 
+    def forget(self) -> None:
+        """Drop the set of stored text hashes (~150 bytes a chunk: 70 MB at 460k chunks)
+        once no text is left to embed, before the run's memory peak in the index build."""
+        self._known = None
+
     def cached(self, hashes: Sequence[str]) -> dict[str, Any]:
         """Stored vectors (numpy float32) of those of `hashes` the collection has."""
         import numpy as np

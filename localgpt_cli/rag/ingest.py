@@ -253,6 +253,7 @@ class Ingest:
         # Counted (and the collection's pending mark set) before the optimize, whose index
         # checks count the rows with vectors: cheap once the mark says none are missing.
         self.summary.pending_embeddings = self._pending_count()
+        self.queue.forget()
         if not self.opts.dry_run:
             self.manifest.compact()
             if self._wrote and self.coll is not None:
