@@ -19,8 +19,13 @@ Examples:
 """
 
 
+_refresh_option = click.option(
+    "--refresh", is_flag=True, help="Ask Ollama now instead of the 5-minute cache."
+)
+
+
 @click.group(invoke_without_command=True, epilog=EPILOG)
-@click.option("--refresh", is_flag=True, help="Ask Ollama now instead of the 5-minute cache.")
+@_refresh_option
 @json_option
 @click.pass_context
 def models(ctx: click.Context, refresh: bool) -> None:
@@ -30,7 +35,7 @@ def models(ctx: click.Context, refresh: bool) -> None:
 
 
 @models.command("list", epilog="Example:\n\n  localgpt models list --refresh --json")
-@click.option("--refresh", is_flag=True, help="Ask Ollama now instead of the 5-minute cache.")
+@_refresh_option
 @json_option
 @pass_app
 def list_cmd(app: App, refresh: bool) -> None:

@@ -74,6 +74,12 @@ def answer_room(context_length: int, options: dict[str, Any]) -> int:
     return min(2048, context_length // 4)
 
 
+def prompt_budget(context_length: int, options: dict[str, Any]) -> int:
+    """Estimated tokens the prompt may take: the safe share of the context, less the
+    answer's room."""
+    return int(context_length * SAFETY) - answer_room(context_length, options)
+
+
 def _units(history: Sequence[Message]) -> list[list[Message]]:
     """Group history so an assistant message and the tool results it asked for go together.
 
@@ -101,7 +107,7 @@ def assemble(
 ) -> Assembled:
     """Build the message list: pinned system blocks, the window of history, the message."""
     options = options or {}
-    budget = int(context_length * SAFETY) - answer_room(context_length, options)
+    budget = prompt_budget(context_length, options)
     recent = list(history[-window:]) if window > 0 else []
     dropped = len(history) - len(recent)
     units = _units(recent)

@@ -62,10 +62,11 @@ def sources_block(retrieved: Retrieved) -> str:
 
 def cut_middle(text: str, max_tokens: int) -> tuple[str, bool]:
     """Head and tail of `text` within about `max_tokens`, with a marked cut."""
-    if estimate_tokens(text) <= max_tokens:
+    tokens = estimate_tokens(text)
+    if tokens <= max_tokens:
         return text, False
     # Characters per token of this very text, so the cut lands near the budget.
-    ratio = len(text) / max(estimate_tokens(text), 1)
+    ratio = len(text) / max(tokens, 1)
     keep = max(int(max_tokens * ratio) - 80, 200)
     head, tail = text[: keep // 2], text[-(keep // 2) :]
     removed = len(text) - len(head) - len(tail)

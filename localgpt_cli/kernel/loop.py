@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from localgpt_cli.errors import UnsupportedCapability
 from localgpt_cli.kernel.normalize import Normalizer, ToolCallRequest
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
+from localgpt_cli.kernel.strategy import Warn
 from localgpt_cli.llm.client import OllamaClient
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_ITERATIONS = 10
 REPEAT_LIMIT = 3
 
-Warn = Callable[[str, str], None]
 Approve = Callable[[str, dict[str, Any]], bool]
 OnMessage = Callable[[dict[str, Any]], None]
 

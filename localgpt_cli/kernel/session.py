@@ -18,10 +18,10 @@ from localgpt_cli.errors import LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
 from localgpt_cli.kernel.context import (
     DEFAULT_WINDOW,
-    SAFETY,
-    answer_room,
+    SERVER_DEFAULT_CTX,
     assemble,
     needed_num_ctx,
+    prompt_budget,
 )
 from localgpt_cli.kernel.grounding import (
     ContextFile,
@@ -33,6 +33,7 @@ from localgpt_cli.kernel.grounding import (
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
+from localgpt_cli.kernel.strategy import Warn
 from localgpt_cli.llm.catalog import ModelCatalog
 from localgpt_cli.llm.client import ModelInfo, OllamaClient
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
 
-Warn = Callable[[str, str], None]
 
 
 @dataclass
@@ -227,9 +227,9 @@ class Turn:
             self.store.add_message(self.conversation_id, "user", current["content"])
             self._user_stored = True
         options = dict(request.options)
-        context_length = options.get("num_ctx") or info.context_length or 4096
+        context_length = options.get("num_ctx") or info.context_length or SERVER_DEFAULT_CTX
         pinned = [{"role": "system", "content": request.system}] if request.system else []
-        budget = int(context_length * SAFETY) - answer_room(context_length, options)
+        budget = prompt_budget(context_length, options)
         attached = files_block(request.files, budget, self.warn)
         if attached:
             pinned.append({"role": "system", "content": attached})

@@ -221,7 +221,7 @@ class Ingest:
 
             with ingest_lock(self.lock_path, self.wait_lock):
                 yield from self._run()
-        self.summary.ms = round((time.perf_counter() - start) * 1000)
+        self.summary.ms = _ms(start)
         yield self.summary.record()
 
     def _run(self) -> Iterator[Event]:

@@ -66,7 +66,6 @@ class Manifest:
         self.entries: dict[str, Entry] = {}
         self._journal: list[bytes] = []
         self._lines = 0
-        self.changed = False
 
     @classmethod
     def load(cls, path: Path, db_uri: str, collection: str) -> Manifest:
@@ -112,7 +111,6 @@ class Manifest:
         import orjson
 
         self._journal.append(orjson.dumps(obj) + b"\n")
-        self.changed = True
 
     def flush(self) -> None:
         """Append the changes noted since the last flush (after their table commit)."""

@@ -180,15 +180,11 @@ def search(
     Hybrid and vector mode fall back to keyword search, with a warning, when there is no
     query vector (Ollama down) or the collection has no vectors yet.
     """
-    options = _Options(
-        k,
-        mode,
-        threshold,
-        rrf_k,
-        (vector_weight, keyword_weight),
-        {"type": type, "path_glob": path_glob, "document_id": document_id},
-    )
-    return _Searcher(collection, options).run([(query_text, query_vector)])[0]
+    return search_many(
+        collection, [(query_text, query_vector)], k=k, mode=mode, threshold=threshold,
+        type=type, path_glob=path_glob, document_id=document_id, rrf_k=rrf_k,
+        vector_weight=vector_weight, keyword_weight=keyword_weight,
+    )[0]  # fmt: skip
 
 
 def search_many(

@@ -519,26 +519,14 @@ class Collection:
         """
         if any(c.document_id != document_id for c in chunks):
             raise ValueError("every chunk must belong to the document being replaced")
-        if not chunks:
-            self.delete_documents([document_id])
-            return self.version
-        self._mark_if_missing(vectors)
-        data = self._rows_table(chunks, vectors)
-        result = (
-            self.table.merge_insert("chunk_id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(f"document_id = {sql_string(document_id)}")
-            .execute(data, on_bad_vectors="null")
-        )
-        self._reader_stale = True
-        return int(result.version)
+        self.write_documents([document_id], chunks, vectors, append=False)
+        return self.version
 
     def write_documents(
         self,
         document_ids: Sequence[str],
         chunks: Sequence[Chunk],
-        vectors: Sequence[Any],
+        vectors: Sequence[Any] | None,
         *,
         append: bool,
     ) -> None:
@@ -784,12 +772,15 @@ class Collection:
         """Create the FTS index if missing, and the ANN index once `min_rows` rows have
         vectors. Returns True when it built the vector index now."""
         self.ensure_fts_index()
+        rows = None
         if self.has_vector_index():
             if not self._index_outdated():
                 return False
-        elif self.count_with_vectors() < min_rows:
-            return False
-        self.build_vector_index()
+        else:
+            rows = self.count_with_vectors()
+            if rows < min_rows:
+                return False
+        self.build_vector_index(rows)
         return True
 
     def _index_outdated(self) -> bool:
@@ -810,14 +801,15 @@ class Collection:
         rows = int(stats.num_indexed_rows or 0) + int(stats.num_unindexed_rows or 0)
         return bool(trained) and rows >= INDEX_RETRAIN_GROWTH * trained
 
-    def build_vector_index(self) -> None:
+    def build_vector_index(self, rows: int | None = None) -> None:
         """(Re)build the IVF_SQ index over the vectors (cosine); see NPROBES for why SQ.
 
-        Partitions ~ sqrt(rows) keep each probed list small.
+        Partitions ~ sqrt(rows) keep each probed list small; `rows` is the count of rows
+        with vectors when the caller has it (counting may read every vector).
         """
         from lancedb.index import IvfSq
 
-        rows = max(self.count_with_vectors(), 1)
+        rows = max(self.count_with_vectors() if rows is None else rows, 1)
         # LanceDB trains at most one partition per 256 vectors (and warns otherwise).
         partitions = max(1, min(round(math.sqrt(rows)), rows // 256))
         self.table.create_index(
