@@ -61,8 +61,11 @@ def test_plain_output_lists_the_sources_after_the_answer(standin, tmp_path):
 def test_no_rag_and_lock_skip_retrieval(standin, tmp_path):
     docs = ingest_pdf(tmp_path)
     r = invoke("chat", "--json", "--no-rag", "turbine coolant?")
+    assert r.exit_code == 0, r.stderr
     assert "sources" not in [p["type"] for p in r.records()]
+    assert not any("[Source:" in m["content"] for m in standin.chat_requests()[-1]["messages"])
     r = invoke("chat", "--json", "-f", str(docs / "notes.md"), "--lock", "turbine coolant?")
+    assert r.exit_code == 0, r.stderr
     assert "sources" not in [p["type"] for p in r.records()]
     system = [m["content"] for m in standin.chat_requests()[-1]["messages"]
               if m["role"] == "system"]

@@ -126,7 +126,6 @@ def chat(
     """
     from localgpt_cli.llm.options import parse_options
 
-
     if continue_ and cid:
         raise UsageError("Use either -c/--continue or --cid, not both.")
     app.set_flag("model", model)
@@ -161,9 +160,10 @@ def chat(
         "max_iterations": max_iterations,
         "files": attached,
     }
-    has_kb = knowledge_base(app, rag and not lock)
+    # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
+    has_kb = not lock and (rag is not False or tools) and knowledge_base(app, rag)
     retriever = None
-    if has_kb and rag is not False and not lock:
+    if has_kb and rag is not False:
         from localgpt_cli.cli.retrieval import chat_retriever
 
         retriever = chat_retriever(app, k=k, threshold=threshold,
@@ -174,7 +174,7 @@ def chat(
         from localgpt_cli.cli.toolbox import build_toolbox
 
         toolbox = build_toolbox(app, only=only_tools, functions=functions, approve=approve,
-                                search=tool_search(app) if has_kb and not lock else None)
+                                search=tool_search(app) if has_kb else None)
     if text or stdin_text:
         request = base | {"prompt": text, "stdin_text": stdin_text}
         sys.exit(run_turn(app, request, hide_thinking, store, toolbox, retriever).code)
