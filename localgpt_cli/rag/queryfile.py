@@ -9,11 +9,11 @@ stops the run with its line number instead of leaving half the answers on stdout
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localgpt_cli.errors import InvalidInput
+from localgpt_cli.rag.retrieve import has_words
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def require_words(questions: Sequence[Question], source: str) -> None:
     """Keyword search needs a word to match: name the first line that has none, rather
     than failing the whole run on it halfway through."""
     for q in questions:
-        if re.search(r"\w", q.text) is None:
+        if not has_words(q.text):
             raise InvalidInput(
                 f"{source}:{q.line}: the query {q.text!r} has no words to search for."
             )

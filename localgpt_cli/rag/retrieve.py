@@ -283,7 +283,7 @@ class _Searcher:
                     "falling back to keyword search."
                 )
                 mode = "keyword"
-        if mode != "vector" and not _has_words(text):
+        if mode != "vector" and not has_words(text):
             if mode == "keyword":
                 raise UsageError("The query has no words to search for.")
             mode = "vector"  # hybrid with nothing to match by keyword
@@ -335,7 +335,8 @@ class _Searcher:
         return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
 
 
-def _has_words(text: str) -> bool:
+def has_words(text: str) -> bool:
+    """Whether keyword search has anything to match (a query of punctuation has not)."""
     return re.search(r"\w", text or "") is not None
 
 
