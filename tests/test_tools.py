@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import signal
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -101,12 +104,61 @@ def test_run_turns_a_crashing_handler_into_a_tool_error() -> None:
         make_tool(handler=boom).run({"city": "Oslo"})
 
 
-def test_run_lets_keyboard_interrupt_through() -> None:
-    def interrupted(args: dict[str, Any]) -> str:
-        raise KeyboardInterrupt
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        (KeyboardInterrupt(), "weather failed: KeyboardInterrupt"),
+        (SystemExit(2), "weather failed: SystemExit: 2"),
+        (GeneratorExit(), "weather failed: GeneratorExit"),
+    ],
+)
+def test_run_turns_a_raised_base_exception_into_a_tool_error(
+    exc: BaseException, message: str
+) -> None:
+    def raises(args: dict[str, Any]) -> str:
+        raise exc
 
+    with pytest.raises(ToolError) as info:
+        make_tool(handler=raises).run({"city": "Oslo"})
+    assert str(info.value) == message
+
+
+def test_run_lets_a_real_sigint_through_and_restores_the_handler() -> None:
+    def ctrl_c(args: dict[str, Any]) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        return "not reached"
+
+    before = signal.getsignal(signal.SIGINT)
+    start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        make_tool(handler=interrupted).run({"city": "Oslo"})
+        make_tool(handler=ctrl_c).run({"city": "Oslo"})
+    assert time.monotonic() - start < 4
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_run_captures_stdout_and_restores_it(capfd: pytest.CaptureFixture[str]) -> None:
+    def chatty(args: dict[str, Any]) -> str:
+        print("from print")
+        os.write(1, b"from fd 1\n")
+        return "returned"
+
+    stdout = sys.stdout
+    assert make_tool(handler=chatty).run({"city": "Oslo"}) == "from print\nfrom fd 1\nreturned"
+    assert make_tool(handler=lambda args: print("only printed")).run({"city": "x"}) == (
+        "only printed"
+    )
+    assert sys.stdout is stdout
+    print("after")
+    assert capfd.readouterr().out == "after\n"
+
+
+def test_run_cuts_a_flood_of_output() -> None:
+    from localgpt_cli.tools.isolation import MAX_OUTPUT_CHARS
+
+    out = make_tool(handler=lambda args: print("x" * 200_000)).run({"city": "x"})
+    assert out.startswith("x" * MAX_OUTPUT_CHARS + "\n[… truncated: showed 20000 characters")
+    assert len(out) < MAX_OUTPUT_CHARS + 100
 
 
 @pytest.mark.parametrize(
