@@ -116,22 +116,79 @@ def test_tool_calls_on_the_done_chunk_are_collected(standin):
     assert by_type(packets_of(r), "tool_result")[0]["result"] == "42"
 
 
-def test_iteration_cap_ends_with_max_iterations(standin):
+def stored_answer(done: dict) -> str:
+    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        message = store.get_message(done["message_id"])
+    assert message.metadata["done_reason"] == done["reason"]
+    assert message.metadata["used_tools"] == done["used_tools"]
+    return message.content
+
+
+def test_iteration_cap_ends_with_max_iterations_and_says_so(standin):
     standin.script(*[Reply(tool_calls=[calc(f"{i}+1")]) for i in range(5)])
     r = invoke("chat", "--json", "--max-iterations", "2", "q")
     assert r.exit_code == 0
-    done = packets_of(r)[-1]["payload"]
+    packets = packets_of(r)
+    done = packets[-1]["payload"]
     assert done["reason"] == "max_iterations" and done["iterations"] == 2
-    assert "max-iterations" in r.stderr
+    answer = "".join(by_type(packets, "token"))
+    assert answer == (
+        "Stopped without an answer: the model was still calling tools (last calculator) "
+        "after 2 model calls; --max-iterations allows more."
+    )
+    assert stored_answer(done) == answer
+    assert done["used_tools"] == ["calculator"]
+    assert r.stderr == ""
 
 
-def test_the_same_call_three_times_stops_the_loop(standin):
+def test_the_same_call_three_times_stops_the_loop_and_says_which_tool(standin):
     standin.script(*[Reply(tool_calls=[calc("1+1")]) for _ in range(5)])
     r = invoke("chat", "--json", "q")
+    assert r.exit_code == 0
     packets = packets_of(r)
     assert len(by_type(packets, "tool_result")) == 3
-    assert packets[-1]["payload"]["reason"] == "stop"
-    assert "same arguments 3 times" in r.stderr
+    done = packets[-1]["payload"]
+    assert done["reason"] == "loop_guard"
+    answer = "".join(by_type(packets, "token"))
+    assert answer == (
+        "Stopped without an answer: the model called calculator with the same arguments "
+        "3 times in a row."
+    )
+    assert stored_answer(done) == answer
+    assert r.stderr == ""
+
+
+def test_the_loop_guard_answer_is_what_a_pipe_reads(standin):
+    standin.script(Reply(content="Let me see.", tool_calls=[calc("1+1")]),
+                   *[Reply(tool_calls=[calc("1+1")]) for _ in range(4)])
+    r = invoke("chat", "q")
+    assert r.exit_code == 0
+    sentence = ("Stopped without an answer: the model called calculator with the same "
+                "arguments 3 times in a row.")
+    assert r.stdout == f"Let me see.\n\n{sentence}\n"
+    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        (conversation,) = store.list_conversations()
+        stored = store.messages(conversation.id)
+    assert stored[1].content == "Let me see." and stored[1].tool_calls
+    assert stored[-1].content == sentence
+
+
+def test_used_tools_are_the_tools_called_not_those_offered(standin):
+    standin.script(
+        Reply(tool_calls=[calc("1+1"), {"name": "teleport", "arguments": {}},
+                          {"name": "list_directory", "arguments": {"path": "/nope"}}]),
+        Reply(tool_calls=[calc("2+2")]),
+        Reply(content="done"),
+    )
+    r = invoke("chat", "--json", "q")
+    done = packets_of(r)[-1]["payload"]
+    offered = [t["function"]["name"] for t in standin.chat_requests()[0]["tools"]]
+    assert "read_file" in offered
+    # a tool that ran, also when it failed, counts once; a name that is no tool does not
+    assert done["used_tools"] == ["calculator", "list_directory"]
+    assert stored_answer(done) == "done"
+    standin.script(Reply(content="no tools needed"))
+    assert packets_of(invoke("chat", "--json", "hi"))[-1]["payload"]["used_tools"] == []
 
 
 def test_model_without_tools_still_answers_and_says_so_once(standin):
@@ -187,12 +244,10 @@ def test_many_tools_are_narrowed_by_semantic_selection(standin, tmp_path):
     plugin.write_text("\n\n".join(functions))
     r = invoke("chat", "--json", "--functions", str(plugin), "convert 20 euro to dollar money")
     assert r.exit_code == 0, r.stderr
-    used = packets_of(r)[-1]["payload"]["used_tools"]
-    assert "convert_currency" in used
-    assert {"calculator", "read_file", "list_directory"} <= set(used)
-    assert len(used) == 3 + 6
     offered = [t["function"]["name"] for t in standin.chat_requests()[-1]["tools"]]
-    assert sorted(offered) == sorted(used)
+    assert "convert_currency" in offered
+    assert {"calculator", "read_file", "list_directory"} <= set(offered)
+    assert len(offered) == 3 + 6
     assert standin.embed_calls >= 1
 
 
@@ -203,7 +258,7 @@ def test_selection_falls_back_to_all_tools_when_embedding_fails(standin, tmp_pat
     standin.fail_embeds(10, status=500)
     r = invoke("chat", "--json", "--functions", str(plugin), "q")
     assert r.exit_code == 0
-    assert len(packets_of(r)[-1]["payload"]["used_tools"]) == 18
+    assert len(standin.chat_requests()[-1]["tools"]) == 18
     assert "tool" in r.stderr and "warning" in r.stderr
 
 
