@@ -634,3 +634,47 @@ def test_importing_the_tools_package_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- `localgpt tools list` shows every built-in, saying which cannot be offered ----------
+
+
+def test_tools_list_shows_search_documents_unavailable_without_a_knowledge_base(
+    standin: Any,
+) -> None:
+    from tests.cli import invoke
+
+    r = invoke("tools", "list", "--json")
+    assert r.exit_code == 0, r.stderr
+    records = {x["name"]: x for x in r.records()}
+    assert list(records)[:6] == [
+        "calculator", "read_file", "list_directory", "search_documents", "web_search",
+        "web_fetch",
+    ]
+    search = records["search_documents"]
+    assert search["available"] is False
+    assert search["note"] == (
+        "unavailable: the collection 'default' has no documents (add some with "
+        "`localgpt ingest PATH`)"
+    )
+    assert records["web_search"]["available"] is False
+    assert "OLLAMA_API_KEY" in records["web_search"]["note"]
+    assert records["calculator"]["available"] is True and records["calculator"]["note"] is None
+    text = invoke("tools", "list")
+    (row,) = [line for line in text.stdout.splitlines() if line.startswith("search_documents")]
+    assert row.split("\t")[-1].startswith("unavailable: the collection 'default' has no")
+    shown = invoke("tools", "show", "search_documents", "--json")
+    assert shown.exit_code == 0 and shown.records()[0]["available"] is False
+
+
+def test_tools_list_shows_search_documents_available_with_a_knowledge_base(
+    standin: Any, tmp_path: Path
+) -> None:
+    from tests.cli import invoke
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nSome notes about the VPN.\n")
+    assert invoke("ingest", str(tmp_path / "docs")).exit_code == 0
+    records = {x["name"]: x for x in invoke("tools", "--json").records()}
+    assert records["search_documents"]["available"] is True
+    assert records["search_documents"]["note"] is None
