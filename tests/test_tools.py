@@ -22,6 +22,7 @@ from localgpt_cli.tools.registry import (
     Registry,
     ToolContext,
     build_registry,
+    builtin_listing,
     builtin_registry,
     load_plugins,
 )
@@ -288,6 +289,12 @@ def test_builtins_depend_on_the_context(tmp_path: Path) -> None:
     ]
     no_kb = builtin_registry(full_context(tmp_path, search=None)).names()
     assert "search_documents" not in no_kb
+    listing = builtin_listing(full_context(tmp_path, search=None, no_search="no kb here"))
+    assert [t.name for t, _ in listing] == everything
+    (unavailable,) = [(t, why) for t, why in listing if why]
+    assert unavailable[0].name == "search_documents" and unavailable[1] == "no kb here"
+    with pytest.raises(ToolError, match="unavailable: no kb here"):
+        unavailable[0].run({"query": "x"})
     no_key = builtin_registry(full_context(tmp_path, ollama_api_key_set=False)).names()
     assert "web_search" not in no_key and "web_fetch" not in no_key
 

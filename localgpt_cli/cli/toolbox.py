@@ -23,15 +23,13 @@ def _context(app: App, search: Any, no_search: str | None = None) -> Any:
     from localgpt_cli.tools.registry import ToolContext
 
     client = app.client
-    context = ToolContext(
+    return ToolContext(
         search=search,
         web_search=client.web_search,
         web_fetch=client.web_fetch,
         ollama_api_key_set=bool(os.environ.get("OLLAMA_API_KEY")),
+        no_search=no_search or ToolContext.no_search,
     )
-    if no_search:
-        context.no_search = no_search
-    return context
 
 
 def build_registry(app: App, functions: Sequence[str] = (), search: Any = None) -> Any:
