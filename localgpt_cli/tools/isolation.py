@@ -39,15 +39,18 @@ class Outcome:
 
 
 class _Interrupts:
-    """Notes SIGINT/SIGTERM while a tool runs; raises them only while `armed`.
+    """Watches SIGINT/SIGTERM while a tool runs, to tell a real interrupt from a raised one.
 
-    Outside the tool's own code (setting up and restoring stdout) a signal is only
-    noted, and raised as KeyboardInterrupt on exit, so the restore always completes.
+    While the tool's own code runs (`armed`) a signal goes to the previous handler at
+    once (which raises KeyboardInterrupt), and is remembered: if the tool swallows it, it
+    is raised again on exit. Outside (setting up and restoring stdout) a signal waits
+    until exit, so the restore always completes.
     """
 
     def __init__(self) -> None:
-        self.received = False
         self.armed = False
+        self._interrupted = False
+        self._pending: list[int] = []
         self._previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
 
     def __enter__(self) -> _Interrupts:
@@ -63,14 +66,23 @@ class _Interrupts:
         return self
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.received = True
-        if self.armed:
+        if not self.armed:
+            self._pending.append(signum)
+            return
+        try:
             self._previous[signum](signum, frame)
+        except KeyboardInterrupt:
+            self._interrupted = True
+            raise
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
-        if self.received and kind is not KeyboardInterrupt:
+        if kind is KeyboardInterrupt:
+            return
+        for signum in self._pending:
+            self._previous[signum](signum, None)
+        if self._interrupted:
             raise KeyboardInterrupt
 
 
