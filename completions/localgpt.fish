@@ -131,7 +131,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from search' -s C -l collection 
 complete -c localgpt -n '__fish_seen_subcommand_from search' -l db -x -d 'LanceDB folder or URI (default: $LOCALGPT_HOME/lancedb, or LOCALGPT_DB).'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -s m -l embed-model -x -d 'Embedding model (default: the collection\'s, else nomic-embed-text).'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -l json -d 'Write NDJSON records to stdout.'
-complete -c localgpt -n '__fish_seen_subcommand_from tools && not __fish_seen_subcommand_from list show' -a list -d 'Name, description, source (builtin, plugin:…, file:…) and whether it is core.'
+complete -c localgpt -n '__fish_seen_subcommand_from tools && not __fish_seen_subcommand_from list show' -a list -d 'Name, core, source (builtin, plugin:…, file:…), description, note.'
 complete -c localgpt -n '__fish_seen_subcommand_from tools && not __fish_seen_subcommand_from list show' -a show -d 'A tool\'s description, examples and parameter schema.'
 complete -c localgpt -n '__fish_seen_subcommand_from tools' -l functions -r -F -d 'Python file whose top-level functions become tools (repeatable).'
 complete -c localgpt -n '__fish_seen_subcommand_from tools' -l json -d 'Write NDJSON records to stdout.'

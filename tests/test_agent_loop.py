@@ -3,8 +3,14 @@ strategies for models without tools, history replay, tool selection."""
 
 from __future__ import annotations
 
+import os
 import textwrap
+import time
+from pathlib import Path
 
+import pytest
+
+from localgpt_cli.history.store import HistoryStore
 from tests.cli import invoke, run, run_in_pty, validate_packets
 from tests.standin import Reply
 
@@ -110,22 +116,79 @@ def test_tool_calls_on_the_done_chunk_are_collected(standin):
     assert by_type(packets_of(r), "tool_result")[0]["result"] == "42"
 
 
-def test_iteration_cap_ends_with_max_iterations(standin):
+def stored_answer(done: dict) -> str:
+    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        message = store.get_message(done["message_id"])
+    assert message.metadata["done_reason"] == done["reason"]
+    assert message.metadata["used_tools"] == done["used_tools"]
+    return message.content
+
+
+def test_iteration_cap_ends_with_max_iterations_and_says_so(standin):
     standin.script(*[Reply(tool_calls=[calc(f"{i}+1")]) for i in range(5)])
     r = invoke("chat", "--json", "--max-iterations", "2", "q")
     assert r.exit_code == 0
-    done = packets_of(r)[-1]["payload"]
+    packets = packets_of(r)
+    done = packets[-1]["payload"]
     assert done["reason"] == "max_iterations" and done["iterations"] == 2
-    assert "max-iterations" in r.stderr
+    answer = "".join(by_type(packets, "token"))
+    assert answer == (
+        "Stopped without an answer: the model was still calling tools (last calculator) "
+        "after 2 model calls; --max-iterations allows more."
+    )
+    assert stored_answer(done) == answer
+    assert done["used_tools"] == ["calculator"]
+    assert r.stderr == ""
 
 
-def test_the_same_call_three_times_stops_the_loop(standin):
+def test_the_same_call_three_times_stops_the_loop_and_says_which_tool(standin):
     standin.script(*[Reply(tool_calls=[calc("1+1")]) for _ in range(5)])
     r = invoke("chat", "--json", "q")
+    assert r.exit_code == 0
     packets = packets_of(r)
     assert len(by_type(packets, "tool_result")) == 3
-    assert packets[-1]["payload"]["reason"] == "stop"
-    assert "same arguments 3 times" in r.stderr
+    done = packets[-1]["payload"]
+    assert done["reason"] == "loop_guard"
+    answer = "".join(by_type(packets, "token"))
+    assert answer == (
+        "Stopped without an answer: the model called calculator with the same arguments "
+        "3 times in a row."
+    )
+    assert stored_answer(done) == answer
+    assert r.stderr == ""
+
+
+def test_the_loop_guard_answer_is_what_a_pipe_reads(standin):
+    standin.script(Reply(content="Let me see.", tool_calls=[calc("1+1")]),
+                   *[Reply(tool_calls=[calc("1+1")]) for _ in range(4)])
+    r = invoke("chat", "q")
+    assert r.exit_code == 0
+    sentence = ("Stopped without an answer: the model called calculator with the same "
+                "arguments 3 times in a row.")
+    assert r.stdout == f"Let me see.\n\n{sentence}\n"
+    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        (conversation,) = store.list_conversations()
+        stored = store.messages(conversation.id)
+    assert stored[1].content == "Let me see." and stored[1].tool_calls
+    assert stored[-1].content == sentence
+
+
+def test_used_tools_are_the_tools_called_not_those_offered(standin):
+    standin.script(
+        Reply(tool_calls=[calc("1+1"), {"name": "teleport", "arguments": {}},
+                          {"name": "list_directory", "arguments": {"path": "/nope"}}]),
+        Reply(tool_calls=[calc("2+2")]),
+        Reply(content="done"),
+    )
+    r = invoke("chat", "--json", "q")
+    done = packets_of(r)[-1]["payload"]
+    offered = [t["function"]["name"] for t in standin.chat_requests()[0]["tools"]]
+    assert "read_file" in offered
+    # a tool that ran, also when it failed, counts once; a name that is no tool does not
+    assert done["used_tools"] == ["calculator", "list_directory"]
+    assert stored_answer(done) == "done"
+    standin.script(Reply(content="no tools needed"))
+    assert packets_of(invoke("chat", "--json", "hi"))[-1]["payload"]["used_tools"] == []
 
 
 def test_model_without_tools_still_answers_and_says_so_once(standin):
@@ -181,12 +244,10 @@ def test_many_tools_are_narrowed_by_semantic_selection(standin, tmp_path):
     plugin.write_text("\n\n".join(functions))
     r = invoke("chat", "--json", "--functions", str(plugin), "convert 20 euro to dollar money")
     assert r.exit_code == 0, r.stderr
-    used = packets_of(r)[-1]["payload"]["used_tools"]
-    assert "convert_currency" in used
-    assert {"calculator", "read_file", "list_directory"} <= set(used)
-    assert len(used) == 3 + 6
     offered = [t["function"]["name"] for t in standin.chat_requests()[-1]["tools"]]
-    assert sorted(offered) == sorted(used)
+    assert "convert_currency" in offered
+    assert {"calculator", "read_file", "list_directory"} <= set(offered)
+    assert len(offered) == 3 + 6
     assert standin.embed_calls >= 1
 
 
@@ -197,7 +258,7 @@ def test_selection_falls_back_to_all_tools_when_embedding_fails(standin, tmp_pat
     standin.fail_embeds(10, status=500)
     r = invoke("chat", "--json", "--functions", str(plugin), "q")
     assert r.exit_code == 0
-    assert len(packets_of(r)[-1]["payload"]["used_tools"]) == 18
+    assert len(standin.chat_requests()[-1]["tools"]) == 18
     assert "tool" in r.stderr and "warning" in r.stderr
 
 
@@ -228,3 +289,148 @@ def test_approve_yes_runs_the_tool(standin):
     code, _ = run_in_pty(["chat", "--approve", "calculate 5 + 5"], answer=b"y\n")
     assert code == 0
     assert standin.chat_requests()[-1]["messages"][-1]["content"] == "10"
+
+
+# --- A hostile plugin, installed the way users install one -----------------------------
+
+HOSTILE_PLUGIN = '''
+"""Tools that misbehave: exit, interrupt, print, and write to file descriptor 1."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from localgpt_cli.tools.base import Tool
+
+
+def _tool(name, handler):
+    return Tool(name=name, description=f"The {name} tool.",
+                parameters={"type": "object", "properties": {}}, handler=handler)
+
+
+def _exit(args):
+    raise SystemExit(3)
+
+
+def _sys_exit(args):
+    sys.exit()
+
+
+def _interrupt(args):
+    raise KeyboardInterrupt
+
+
+def _generator_exit(args):
+    raise GeneratorExit
+
+
+def _chatty(args):
+    print("printed by print()")
+    sys.stdout.write("written to sys.stdout\\n")
+    sys.__stdout__.write("written to sys.__stdout__\\n")
+    os.write(1, b"written to fd 1\\n")
+    subprocess.run([sys.executable, "-c", "print('written by a subprocess')"], check=True)
+    return "the return value"
+
+
+def _print_then_fail(args):
+    print("about to fail")
+    raise ValueError("bad state")
+
+
+def _ctrl_c(args):
+    os.kill(os.getpid(), signal.SIGINT)  # as the terminal does on Ctrl-C
+    time.sleep(10)
+    return "not reached"
+
+
+def _ctrl_c_swallowed(args):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(10)
+    except KeyboardInterrupt:
+        pass
+    return "swallowed the interrupt"
+
+
+def tools():
+    return [_tool("exit", _exit), _tool("sys_exit", _sys_exit),
+            _tool("interrupt", _interrupt), _tool("generator_exit", _generator_exit),
+            _tool("chatty", _chatty), _tool("print_then_fail", _print_then_fail),
+            _tool("ctrl_c", _ctrl_c), _tool("ctrl_c_swallowed", _ctrl_c_swallowed)]
+'''
+
+
+@pytest.fixture
+def hostile_plugin(tmp_path, monkeypatch):
+    """An installed distribution with a `localgpt.tools` entry point, on PYTHONPATH."""
+    site = tmp_path / "site"
+    dist = site / "hostile_tools-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (site / "hostile_tools.py").write_text(HOSTILE_PLUGIN)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile-tools\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[localgpt.tools]\nhostile = hostile_tools:tools\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return site
+
+
+def call(name: str) -> dict:
+    return {"name": name, "arguments": {}}
+
+
+def test_the_plugin_is_listed_as_installed(standin, hostile_plugin):
+    r = run("tools", "list", "--json")
+    assert r.exit_code == 0, r.stderr
+    sources = {x["name"]: x["source"] for x in r.records()}
+    assert sources["exit"] == sources["chatty"] == "plugin:hostile"
+
+
+def test_a_plugin_that_exits_interrupts_or_prints_does_not_end_the_turn(
+    standin, hostile_plugin, isolated_env
+):
+    names = ["exit", "sys_exit", "interrupt", "generator_exit", "chatty", "print_then_fail"]
+    standin.script(Reply(tool_calls=[call(n) for n in names]), Reply(content="All done."))
+    r = run("chat", "--json", "use every tool")
+    assert r.exit_code == 0, r.stderr
+    packets = packets_of(r)  # every stdout line is a StreamPacket, one done, last
+    assert "".join(by_type(packets, "token")) == "All done."
+    assert packets[-1]["payload"]["reason"] == "stop"
+    results = {x["name"]: x for x in by_type(packets, "tool_result")}
+    assert list(results) == names
+    assert [results[n]["ok"] for n in names] == [False] * 4 + [True, False]
+    assert results["exit"]["result"] == "Error: exit failed: SystemExit: 3"
+    assert results["sys_exit"]["result"] == "Error: sys_exit failed: SystemExit"
+    assert results["interrupt"]["result"] == "Error: interrupt failed: KeyboardInterrupt"
+    assert results["generator_exit"]["result"] == "Error: generator_exit failed: GeneratorExit"
+    # What a tool writes to stdout, by any route, is part of its result, in order.
+    assert results["chatty"]["result"] == (
+        "printed by print()\nwritten to sys.stdout\nwritten to sys.__stdout__\n"
+        "written to fd 1\nwritten by a subprocess\nthe return value"
+    )
+    assert results["print_then_fail"]["result"] == (
+        "Error: print_then_fail failed: ValueError: bad state\n"
+        "Output before the failure:\nabout to fail"
+    )
+    assert "written" not in r.stderr and "printed" not in r.stderr
+    # The model read the same results, and the turn is in the history.
+    sent = standin.chat_requests()[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == [
+        results[n]["result"] for n in names]
+    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        stored = store.get_message(packets[-1]["payload"]["message_id"])
+    assert stored.content == "All done."
+
+
+@pytest.mark.parametrize("tool", ["ctrl_c", "ctrl_c_swallowed"])
+def test_a_real_ctrl_c_during_a_tool_still_ends_the_turn(standin, hostile_plugin, tool):
+    standin.script(Reply(tool_calls=[call(tool)]), Reply(content="not asked"))
+    start = time.monotonic()
+    r = run("chat", "--json", "q")
+    assert time.monotonic() - start < 8
+    assert r.exit_code == 130, r.stderr
+    packets = packets_of(r)
+    assert packets[-1]["payload"]["reason"] == "aborted"
+    assert by_type(packets, "tool_result") == []
+    assert len(standin.chat_requests()) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -133,3 +134,89 @@ def test_definition_is_core_with_examples() -> None:
     tool = calculator_tool()
     assert tool.core and 2 <= len(tool.examples) <= 4
     assert tool.to_ollama()["function"]["parameters"]["required"] == ["expression"]
+
+
+# `^` is how people and models write a power: the calculator reads it as `**`, with the
+# precedence and right-associativity of `**`, never as xor. Each expression is checked
+# against Python's own evaluation of the same text with `^` written as `**`.
+CARET_POWERS = [
+    "2^10-1",
+    "2^3^2",
+    "-2^2",
+    "(-2)^2",
+    "2^-2",
+    "-2^-2",
+    "2^10",
+    "2^0",
+    "0^0",
+    "1^1000",
+    "3^2*2",
+    "2*3^2",
+    "2^3*4^2",
+    "1+2^3",
+    "2^3+1",
+    "(1+2)^3",
+    "2^(1+2)",
+    "2^3^0",
+    "2^2^3^1",
+    "10^2/4",
+    "100/10^2",
+    "7%2^2",
+    "2^5//3",
+    "-3^3",
+    "(-3)^3",
+    "4^0.5",
+    "2.5^2",
+    "10^-3",
+    "1e2^2",
+    "2^100-2^99",
+    "sqrt(2^8)",
+    "2^sqrt(4)",
+    "abs(-2)^3",
+    "max(2, 3)^2",
+    "+2^2",
+    "2 ^ 10 - 1",
+]
+
+
+def test_caret_table_has_at_least_30_expressions() -> None:
+    assert len(set(CARET_POWERS)) >= 30
+
+
+@pytest.mark.parametrize("expression", CARET_POWERS)
+def test_caret_is_power_with_powers_precedence(expression: str) -> None:
+    names = {"sqrt": math.sqrt, "abs": abs, "max": max}
+    # The reference is Python itself, on the `**` spelling of the same expression.
+    python = eval(expression.replace("^", "**"), {"__builtins__": {}}, names)
+    got = calc(expression)
+    if isinstance(python, int):
+        assert got == str(python)
+    else:
+        assert math.isclose(float(got), python, rel_tol=1e-15), (got, python)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [("2^10-1", "1023"), ("2^3^2", "512"), ("-2^2", "-4"), ("2^-1", "0.5")],
+)
+def test_caret_examples_from_the_issue(expression: str, expected: str) -> None:
+    assert calc(expression) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("9^9^9", "result too large"),
+        ("10^10000", "result too large"),
+        ("2^(2^64)", "result too large"),
+        ("(-8)^(1/3)", "not a real number"),
+        ("0^-1", "division by zero"),
+        ("2^", "cannot parse '2^'"),
+    ],
+)
+def test_caret_keeps_the_bounds_of_powers(expression: str, message: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ToolError) as info:
+        calc(expression)
+    assert message in str(info.value)
+    assert time.perf_counter() - start < 0.5

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import signal
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from localgpt_cli.tools.registry import (
     Registry,
     ToolContext,
     build_registry,
+    builtin_listing,
     builtin_registry,
     load_plugins,
 )
@@ -101,12 +105,61 @@ def test_run_turns_a_crashing_handler_into_a_tool_error() -> None:
         make_tool(handler=boom).run({"city": "Oslo"})
 
 
-def test_run_lets_keyboard_interrupt_through() -> None:
-    def interrupted(args: dict[str, Any]) -> str:
-        raise KeyboardInterrupt
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        (KeyboardInterrupt(), "weather failed: KeyboardInterrupt"),
+        (SystemExit(2), "weather failed: SystemExit: 2"),
+        (GeneratorExit(), "weather failed: GeneratorExit"),
+    ],
+)
+def test_run_turns_a_raised_base_exception_into_a_tool_error(
+    exc: BaseException, message: str
+) -> None:
+    def raises(args: dict[str, Any]) -> str:
+        raise exc
 
+    with pytest.raises(ToolError) as info:
+        make_tool(handler=raises).run({"city": "Oslo"})
+    assert str(info.value) == message
+
+
+def test_run_lets_a_real_sigint_through_and_restores_the_handler() -> None:
+    def ctrl_c(args: dict[str, Any]) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        return "not reached"
+
+    before = signal.getsignal(signal.SIGINT)
+    start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        make_tool(handler=interrupted).run({"city": "Oslo"})
+        make_tool(handler=ctrl_c).run({"city": "Oslo"})
+    assert time.monotonic() - start < 4
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_run_captures_stdout_and_restores_it(capfd: pytest.CaptureFixture[str]) -> None:
+    def chatty(args: dict[str, Any]) -> str:
+        print("from print")
+        os.write(1, b"from fd 1\n")
+        return "returned"
+
+    stdout = sys.stdout
+    assert make_tool(handler=chatty).run({"city": "Oslo"}) == "from print\nfrom fd 1\nreturned"
+    assert make_tool(handler=lambda args: print("only printed")).run({"city": "x"}) == (
+        "only printed"
+    )
+    assert sys.stdout is stdout
+    print("after")
+    assert capfd.readouterr().out == "after\n"
+
+
+def test_run_cuts_a_flood_of_output() -> None:
+    from localgpt_cli.tools.isolation import MAX_OUTPUT_CHARS
+
+    out = make_tool(handler=lambda args: print("x" * 200_000)).run({"city": "x"})
+    assert out.startswith("x" * MAX_OUTPUT_CHARS + "\n[… truncated: showed 20000 characters")
+    assert len(out) < MAX_OUTPUT_CHARS + 100
 
 
 @pytest.mark.parametrize(
@@ -236,6 +289,12 @@ def test_builtins_depend_on_the_context(tmp_path: Path) -> None:
     ]
     no_kb = builtin_registry(full_context(tmp_path, search=None)).names()
     assert "search_documents" not in no_kb
+    listing = builtin_listing(full_context(tmp_path, search=None, no_search="no kb here"))
+    assert [t.name for t, _ in listing] == everything
+    (unavailable,) = [(t, why) for t, why in listing if why]
+    assert unavailable[0].name == "search_documents" and unavailable[1] == "no kb here"
+    with pytest.raises(ToolError, match="unavailable: no kb here"):
+        unavailable[0].run({"query": "x"})
     no_key = builtin_registry(full_context(tmp_path, ollama_api_key_set=False)).names()
     assert "web_search" not in no_key and "web_fetch" not in no_key
 
@@ -582,3 +641,47 @@ def test_importing_the_tools_package_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- `localgpt tools list` shows every built-in, saying which cannot be offered ----------
+
+
+def test_tools_list_shows_search_documents_unavailable_without_a_knowledge_base(
+    standin: Any,
+) -> None:
+    from tests.cli import invoke
+
+    r = invoke("tools", "list", "--json")
+    assert r.exit_code == 0, r.stderr
+    records = {x["name"]: x for x in r.records()}
+    assert list(records)[:6] == [
+        "calculator", "read_file", "list_directory", "search_documents", "web_search",
+        "web_fetch",
+    ]
+    search = records["search_documents"]
+    assert search["available"] is False
+    assert search["note"] == (
+        "unavailable: the collection 'default' has no documents (add some with "
+        "`localgpt ingest PATH`)"
+    )
+    assert records["web_search"]["available"] is False
+    assert "OLLAMA_API_KEY" in records["web_search"]["note"]
+    assert records["calculator"]["available"] is True and records["calculator"]["note"] is None
+    text = invoke("tools", "list")
+    (row,) = [line for line in text.stdout.splitlines() if line.startswith("search_documents")]
+    assert row.split("\t")[-1].startswith("unavailable: the collection 'default' has no")
+    shown = invoke("tools", "show", "search_documents", "--json")
+    assert shown.exit_code == 0 and shown.records()[0]["available"] is False
+
+
+def test_tools_list_shows_search_documents_available_with_a_knowledge_base(
+    standin: Any, tmp_path: Path
+) -> None:
+    from tests.cli import invoke
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nSome notes about the VPN.\n")
+    assert invoke("ingest", str(tmp_path / "docs")).exit_code == 0
+    records = {x["name"]: x for x in invoke("tools", "--json").records()}
+    assert records["search_documents"]["available"] is True
+    assert records["search_documents"]["note"] is None

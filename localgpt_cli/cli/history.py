@@ -50,7 +50,7 @@ SHORT_ID_MIN = 8
 # Private-use characters as snippet markers: they practically never occur in stored
 # text, and are replaced by a style before anything is drawn.
 _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
-_UNFINISHED = ("length", "max_iterations", "aborted", "error")
+_UNFINISHED = ("length", "max_iterations", "loop_guard", "aborted", "error")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 

@@ -18,21 +18,53 @@ SELECTION_LIMIT = 12
 SELECTION_TOP_K = 6
 
 
-def build_registry(app: App, functions: Sequence[str] = (), search: Any = None) -> Any:
-    """Built-ins, plugins and --functions files; warnings go to stderr."""
-    from localgpt_cli.tools.registry import ToolContext, build_registry
+def _context(app: App, search: Any, no_search: str | None = None) -> Any:
+    """The ToolContext of this command: the client's web calls, the knowledge base search."""
+    from localgpt_cli.tools.registry import ToolContext
 
     client = app.client
-    context = ToolContext(
+    return ToolContext(
         search=search,
         web_search=client.web_search,
         web_fetch=client.web_fetch,
         ollama_api_key_set=bool(os.environ.get("OLLAMA_API_KEY")),
+        no_search=no_search or ToolContext.no_search,
     )
-    registry, warnings = build_registry(context, functions_files=list(functions))
+
+
+def build_registry(app: App, functions: Sequence[str] = (), search: Any = None) -> Any:
+    """Built-ins, plugins and --functions files; warnings go to stderr."""
+    from localgpt_cli.tools.registry import build_registry
+
+    registry, warnings = build_registry(_context(app, search), functions_files=list(functions))
     for warning in warnings:
         app.output.warn("tool_plugin", warning)
     return registry
+
+
+def tool_listing(app: App, functions: Sequence[str] = ()) -> list[tuple[Any, str | None]]:
+    """Every tool `localgpt tools` shows, with None or why a chat would not offer it.
+
+    The knowledge base is looked at as `chat` does (the collection has documents), so
+    `search_documents` is listed either way, with the reason when it is not offered.
+    """
+    from localgpt_cli.cli.chat import knowledge_base
+    from localgpt_cli.cli.retrieval import tool_search
+    from localgpt_cli.errors import LocalGPTError
+    from localgpt_cli.tools.registry import builtin_listing
+
+    name = app.settings.collection
+    try:
+        has_kb = knowledge_base(app, None)
+        no_search = (
+            f"the collection {name!r} has no documents (add some with `localgpt ingest PATH`)"
+        )
+    except LocalGPTError as exc:
+        has_kb, no_search = False, f"the knowledge base cannot be opened: {exc}"
+    search = tool_search(app) if has_kb else None
+    listing = builtin_listing(_context(app, search, no_search))
+    registry = build_registry(app, functions, search)
+    return listing + [(tool, None) for tool in registry if tool.source != "builtin"]
 
 
 def build_toolbox(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -32,25 +33,39 @@ def tools(ctx: click.Context, functions: tuple[str, ...]) -> None:
         ctx.invoke(list_cmd, functions=functions)
 
 
+def _note(why: str | None) -> str | None:
+    return f"unavailable: {why}" if why else None
+
+
+def _record(tool: Any, why: str | None) -> dict[str, Any]:
+    """The `tool` record: the definition, and whether a chat would offer it (and why not)."""
+    from localgpt_cli.tools.base import describe
+
+    return describe(tool) | {"available": why is None, "note": _note(why)}
+
+
 @tools.command("list", epilog="Example:\n\n  localgpt tools list --json | jq -r .name")
 @_functions
 @json_option
 @pass_app
 def list_cmd(app: App, functions: tuple[str, ...]) -> None:
-    """Name, description, source (builtin, plugin:…, file:…) and whether it is core."""
-    from localgpt_cli.cli.toolbox import build_registry
-    from localgpt_cli.tools.base import describe
+    """Name, core, source (builtin, plugin:…, file:…), description, note.
 
-    registry = build_registry(app, functions)
+    A tool a chat would not offer now (no knowledge base, no OLLAMA_API_KEY) is listed
+    with a note saying why.
+    """
+    from localgpt_cli.cli.toolbox import tool_listing
+
+    listing = tool_listing(app, functions)
     if app.output.json:
-        for tool in registry:
-            record = describe(tool)
+        for tool, why in listing:
+            record = _record(tool, why)
             record.pop("parameters")
             app.output.record(record)
         return
-    rows = [[t.name, "yes" if t.core else "", t.source, t.description.split(". ")[0]]
-            for t in registry]
-    print_table(app.output, ["NAME", "CORE", "SOURCE", "DESCRIPTION"], rows)
+    rows = [[t.name, "yes" if t.core else "", t.source, t.description.split(". ")[0],
+             _note(why) or ""] for t, why in listing]
+    print_table(app.output, ["NAME", "CORE", "SOURCE", "DESCRIPTION", "NOTE"], rows)
 
 
 @tools.command("show", epilog="Example:\n\n  localgpt tools show read_file")
@@ -60,15 +75,18 @@ def list_cmd(app: App, functions: tuple[str, ...]) -> None:
 @pass_app
 def show_cmd(app: App, name: str, functions: tuple[str, ...]) -> None:
     """A tool's description, examples and parameter schema."""
-    from localgpt_cli.cli.toolbox import build_registry
-    from localgpt_cli.tools.base import describe
+    from localgpt_cli.cli.toolbox import tool_listing
+    from localgpt_cli.tools.registry import Registry
 
-    tool = build_registry(app, functions)[name]
-    record = describe(tool) | {"examples": list(tool.examples)}
+    listing = tool_listing(app, functions)
+    tool = Registry(t for t, _ in listing)[name]  # NotFound lists the known names
+    why = dict((t.name, w) for t, w in listing)[name]
+    record = _record(tool, why) | {"examples": list(tool.examples)}
     if app.output.json:
         app.output.record(record)
         return
     rows = [["name", tool.name], ["source", tool.source], ["core", "yes" if tool.core else "no"],
+            ["available", f"no: {why}" if why else "yes"],
             ["description", tool.description],
             ["examples", "; ".join(tool.examples) or "-"],
             ["parameters", json.dumps(tool.parameters, indent=2, ensure_ascii=False)]]

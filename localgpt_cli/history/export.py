@@ -17,7 +17,7 @@ from localgpt_cli.history.types import Conversation, Message
 _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 # done reasons that mean the answer did not end normally ("incomplete": stored before
 # streaming and never completed, see store.py).
-_UNFINISHED = {"length", "max_iterations", "aborted", "error", "incomplete"}
+_UNFINISHED = {"length", "max_iterations", "loop_guard", "aborted", "error", "incomplete"}
 
 
 def to_json(conversation: Conversation, messages: list[Message]) -> str:

@@ -5,6 +5,10 @@ guards the edges: an iteration cap, a call repeated three times in a row, and to
 failures — an unknown name, arguments that do not fit the schema, a tool that raises —
 which become a `tool_result` with `ok: false` that the model reads and can recover
 from. Nothing a tool does ends the user's turn with a traceback.
+
+When a guard stops the loop the model has not answered, so the loop answers for it: one
+sentence saying which guard and which tool, streamed as `token`s and stored as the
+answer, so a user reading stdout or the history is never left with an empty answer.
 """
 
 from __future__ import annotations
@@ -41,8 +45,7 @@ class LoopState:
     first_packet_at: float | None = None
     reason: str = "stop"
     normalizer: Normalizer | None = None
-    calls_made: int = 0
-    offered: list[str] = field(default_factory=list)
+    used_tools: list[str] = field(default_factory=list)  # tools that ran, in order, once each
 
 
 def _add(total: int | None, part: int | None) -> int | None:
@@ -83,10 +86,11 @@ class AgentLoop:
         self.approve = approve
         self.on_message = on_message or (lambda message: None)
         self.warn = warn or (lambda code, message: None)
-        self.state = LoopState(offered=list(self.tools))
+        self.state = LoopState()
         self._call_seq = 0
         self._last_signature: str | None = None
         self._repeats = 0
+        self._spoke = False  # some answer text was streamed before the tool calls
 
     def run(self, messages: list[dict[str, Any]]) -> Iterator[StreamPacket]:
         state = self.state
@@ -97,6 +101,7 @@ class AgentLoop:
             yield from normalizer.finish()
             state.prompt_tokens = _add(state.prompt_tokens, normalizer.prompt_eval_count)
             state.completion_tokens = _add(state.completion_tokens, normalizer.eval_count)
+            self._spoke = self._spoke or bool(normalizer.answer.strip())
             if not normalizer.tool_calls:
                 state.reason = "length" if normalizer.done_reason == "length" else "stop"
                 return
@@ -114,18 +119,24 @@ class AgentLoop:
             for call in normalizer.tool_calls:
                 yield from self._run_tool(call, messages)
                 if self._repeats >= REPEAT_LIMIT:
-                    self.warn(
-                        "tool_loop",
+                    yield from self._stop("loop_guard", (
                         f"the model called {call.name} with the same arguments "
-                        f"{REPEAT_LIMIT} times in a row; stopping the loop.",
-                    )
-                    state.reason = "stop"
+                        f"{REPEAT_LIMIT} times in a row."
+                    ))
                     return
-        state.reason = "max_iterations"
-        self.warn(
-            "max_iterations",
-            f"stopped after {self.max_iterations} model calls (--max-iterations).",
-        )
+        last = normalizer.tool_calls[-1].name
+        yield from self._stop("max_iterations", (
+            f"the model was still calling tools (last {last}) after {self.max_iterations} "
+            "model calls; --max-iterations allows more."
+        ))
+
+    def _stop(self, reason: str, why: str) -> Iterator[StreamPacket]:
+        """End the turn with `reason`, answering with one sentence that says why."""
+        if self._spoke:  # a paragraph of its own after what the model said (not stored)
+            yield self.factory.token("\n\n")
+        self.state.reason = reason
+        self.state.normalizer = Normalizer(self.factory)
+        yield from self.state.normalizer.say(f"Stopped without an answer: {why}")
 
     # -- one model call --------------------------------------------------------
 
@@ -141,7 +152,6 @@ class AgentLoop:
             # The server knows better than /api/show: once more, without tools.
             self.warn("tools_unsupported", f"{self.model} refused tools; answering without them.")
             self.tools, self.enabled = {}, {}
-            self.state.offered = []
             yield from self._stream(messages, normalizer, [])
 
     def _stream(
@@ -178,7 +188,6 @@ class AgentLoop:
         from localgpt_cli.tools.base import ToolError
 
         self._call_seq += 1
-        self.state.calls_made += 1
         call_id = f"call_{self.state.iterations}_{self._call_seq}"
         signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}"
         self._repeats = self._repeats + 1 if signature == self._last_signature else 1
@@ -196,6 +205,8 @@ class AgentLoop:
         elif self.approve is not None and not self.approve(call.name, call.arguments):
             result = "Error: the user declined to run this tool call."
         else:
+            if call.name not in self.state.used_tools:
+                self.state.used_tools.append(call.name)
             try:
                 result, ok = tool.run(call.arguments), True
             except ToolError as exc:

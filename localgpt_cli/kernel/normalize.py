@@ -110,6 +110,12 @@ class Normalizer:
             self._emit_token(held, out)
         return out
 
+    def say(self, text: str) -> list[StreamPacket]:
+        """Answer text that did not come from the model (the loop's closing sentence)."""
+        out: list[StreamPacket] = []
+        self._emit_token(text, out)
+        return out
+
     @property
     def answer(self) -> str:
         return "".join(self.content)

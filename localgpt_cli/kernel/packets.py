@@ -16,7 +16,9 @@ PacketType = Literal["token", "thought", "sources", "tool_start", "tool_result",
 PACKET_TYPES: tuple[str, ...] = (
     "token", "thought", "sources", "tool_start", "tool_result", "error", "done",
 )
-DONE_REASONS: tuple[str, ...] = ("stop", "length", "max_iterations", "aborted", "error")
+DONE_REASONS: tuple[str, ...] = (
+    "stop", "length", "max_iterations", "loop_guard", "aborted", "error",
+)
 
 
 class StreamPacket(TypedDict):

@@ -278,7 +278,7 @@ class Turn:
             "usage": {"prompt_tokens": state.prompt_tokens if state else None,
                       "completion_tokens": state.completion_tokens if state else None},
             "timings": timings,
-            "used_tools": state.offered if state else [],
+            "used_tools": state.used_tools if state else [],
         }
         if self.retrieved is not None:
             metadata["sources"] = [
@@ -319,5 +319,5 @@ class Turn:
             completion_tokens=state.completion_tokens if state else None,
             first_token_ms=timings["first_token_ms"],
             total_ms=timings["total_ms"],
-            used_tools=state.offered if state else [],
+            used_tools=state.used_tools if state else [],
         )

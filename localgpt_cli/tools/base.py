@@ -54,19 +54,34 @@ class Tool:
     def run(self, arguments: Mapping[str, Any] | None) -> str:
         """Validate `arguments`, call the handler, return its text.
 
-        Any exception other than KeyboardInterrupt/SystemExit becomes a ToolError:
-        a plugin's bug must not end the user's turn.
+        What the handler prints comes first in the text. Anything it raises, SystemExit
+        and KeyboardInterrupt included, becomes a ToolError: a plugin's bug must not end
+        the user's turn. Only a real Ctrl-C (or SIGTERM) does (see tools/isolation.py).
         """
+        from localgpt_cli.tools.isolation import run_contained
+
         clean = validate_arguments(self, arguments)
         try:
-            result = self.handler(clean)
-        except ToolError:
-            raise
-        except LocalGPTError as exc:
-            raise ToolError(f"{self.name} failed: {exc}") from exc
-        except Exception as exc:
-            raise ToolError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
-        return as_text(result)
+            outcome = run_contained(self.handler, clean)
+        except OSError as exc:  # no temporary file to capture the tool's output in
+            raise ToolError(f"{self.name} was not run: cannot capture its output: {exc}") from exc
+        printed = outcome.output.rstrip("\n")
+        if outcome.error is not None:
+            message = self._failure(outcome.error)
+            if printed:
+                message += f"\nOutput before the failure:\n{printed}"
+            raise ToolError(message) from outcome.error
+        result = as_text(outcome.value)
+        return f"{printed}\n{result}" if printed and result else printed or result
+
+    def _failure(self, exc: BaseException) -> str:
+        """The text a ToolError carries for whatever the handler raised."""
+        if isinstance(exc, ToolError):
+            return str(exc)
+        if isinstance(exc, LocalGPTError):
+            return f"{self.name} failed: {exc}"
+        detail = f": {exc}" if str(exc) else ""
+        return f"{self.name} failed: {type(exc).__name__}{detail}"
 
     def to_ollama(self) -> dict[str, Any]:
         """The definition sent in `tools` of /api/chat."""

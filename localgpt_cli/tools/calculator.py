@@ -90,8 +90,6 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
-    # Models and people write 2^10 for a power; bitwise xor is never what they mean.
-    ast.BitXor: operator.pow,
 }
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
@@ -169,7 +167,7 @@ class _Evaluator:
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             left = self.eval(node.left, depth + 1)
             right = self.eval(node.right, depth + 1)
-            if isinstance(node.op, (ast.Pow, ast.BitXor)):
+            if isinstance(node.op, ast.Pow):
                 return _check_size(_power(left, right))
             return _check_size(_BINARY[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
@@ -242,6 +240,17 @@ def format_number(value: Number) -> str:
     return repr(value)
 
 
+def _caret_as_power(text: str) -> str:
+    """`2^10-1` as `2**10-1`: people and models write `^` for a power, never for xor.
+
+    Rewriting the text (rather than mapping the xor node to a power) gives `^` the
+    precedence and right-associativity of `**`: `2^10-1` is 1023, `2^3^2` is 512 and
+    `-2^2` is -4, as on any calculator. The grammar has no strings, so every `^` is an
+    operator.
+    """
+    return text.replace("^", "**")
+
+
 def evaluate(expression: str) -> str:
     """Evaluate an expression and return the formatted result, or raise ToolError."""
     text = expression.strip()
@@ -252,7 +261,7 @@ def evaluate(expression: str) -> str:
             f"expression too long: {len(text)} characters (at most {MAX_EXPRESSION_CHARS})"
         )
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = ast.parse(_caret_as_power(text), mode="eval")
     except SyntaxError as exc:
         raise ToolError(f"cannot parse {text!r}: {exc.msg}") from None
     except (RecursionError, MemoryError, ValueError):

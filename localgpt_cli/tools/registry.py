@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from localgpt_cli.errors import NotFound, UsageError
-from localgpt_cli.tools.base import Tool
+from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.calculator import calculator_tool
 from localgpt_cli.tools.documents import SearchFn, search_documents_tool
 from localgpt_cli.tools.files import DEFAULT_MAX_CHARS, file_tools
@@ -90,7 +90,8 @@ class ToolContext:
     `file_roots` are added to the current directory (unless `include_cwd` is False) as
     the folders read_file/list_directory may see, typically the ingested collection's
     roots. `search` is the knowledge base as (query, k, collection) -> hits; without it
-    there is no search_documents. The web tools need both callables and an API key.
+    there is no search_documents, and `no_search` says why (`tools list` shows it). The
+    web tools need both callables and an API key.
     """
 
     file_roots: Sequence[Path | str] = ()
@@ -98,22 +99,50 @@ class ToolContext:
     cwd: Path | None = None
     read_max_chars: int = DEFAULT_MAX_CHARS
     search: SearchFn | None = None
+    no_search: str = "there is no knowledge base (add documents with `localgpt ingest PATH`)"
     search_k: int = 5
     ollama_api_key_set: bool = field(default_factory=lambda: bool(os.environ.get("OLLAMA_API_KEY")))
     web_search: WebSearchFn | None = None
     web_fetch: WebFetchFn | None = None
 
 
-def builtin_tools(context: ToolContext) -> list[Tool]:
-    """The built-ins this context can support, core ones first."""
+def _refusing(why: str) -> Callable[..., NoReturn]:
+    """The backend of a built-in this context cannot support: every call says why."""
+
+    def refuse(*args: Any) -> NoReturn:
+        raise ToolError(f"unavailable: {why}")
+
+    return refuse
+
+
+def builtin_listing(context: ToolContext) -> list[tuple[Tool, str | None]]:
+    """Every built-in, core ones first, with None or why this context cannot offer it.
+
+    `localgpt tools list` shows them all, so a tool a chat will not offer (no knowledge
+    base, no API key) is explained instead of silently missing.
+    """
     cwd = context.cwd or Path.cwd()
     roots = [cwd, *context.file_roots] if context.include_cwd else list(context.file_roots)
-    tools = [calculator_tool(), *file_tools(roots, cwd, context.read_max_chars)]
+    listing: list[tuple[Tool, str | None]] = [
+        (tool, None)
+        for tool in (calculator_tool(), *file_tools(roots, cwd, context.read_max_chars))
+    ]
     if context.search is not None:
-        tools.append(search_documents_tool(context.search, context.search_k))
+        listing.append((search_documents_tool(context.search, context.search_k), None))
+    else:
+        refuse = _refusing(context.no_search)
+        listing.append((search_documents_tool(refuse, context.search_k), context.no_search))
     if context.ollama_api_key_set and context.web_search and context.web_fetch:
-        tools.extend(web_tools(context.web_search, context.web_fetch))
-    return tools
+        listing.extend((tool, None) for tool in web_tools(context.web_search, context.web_fetch))
+    else:
+        why = "needs OLLAMA_API_KEY (Ollama's hosted web search)"
+        listing.extend((tool, why) for tool in web_tools(_refusing(why), _refusing(why)))
+    return listing
+
+
+def builtin_tools(context: ToolContext) -> list[Tool]:
+    """The built-ins this context can support, core ones first."""
+    return [tool for tool, why in builtin_listing(context) if why is None]
 
 
 def builtin_registry(context: ToolContext) -> Registry:
