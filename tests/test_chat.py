@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import codecs
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tests.cli import invoke, run, validate_packets
+from localgpt_cli.history.store import HistoryStore
+from tests.cli import ROOT, invoke, run, validate_packets
 from tests.standin import Reply
 
 
@@ -203,3 +210,53 @@ def test_debug_shows_a_traceback_for_errors(isolated_env, monkeypatch, flag):
     assert "Traceback" in r.stderr
     r = run("models", "--refresh")
     assert "Traceback" not in r.stderr
+
+
+# -- piped bytes that are not UTF-8 (issue 13, case 17) ---------------------------------------
+
+
+def _chat_with_stdin(piped: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`localgpt chat ARGS` as a real process with these exact bytes on stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "localgpt_cli", "chat", *args], input=piped,
+        capture_output=True, env=os.environ.copy(), cwd=ROOT, timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("piped", "warning"), [
+    (b"caf\xe9 log line\n", "not valid UTF-8; decoded as cp1252"),
+    ("café log line\n".encode("utf-16"), "decoded as utf-16 (byte-order mark)"),
+    (codecs.BOM_UTF8 + "café log line\r\n".encode(), None),
+], ids=["latin-1", "utf-16", "utf-8-bom-crlf"])
+def test_piped_text_in_another_encoding_is_decoded_like_an_ingested_file(
+    standin, isolated_env, piped, warning
+):
+    standin.script(Reply(content="A log line."))
+    p = _chat_with_stdin(piped, "what is this")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"A log line.\n"
+    sent = standin.chat_requests()[-1]["messages"][-1]["content"]
+    assert sent == "café log line\n\nwhat is this"
+    err = p.stderr.decode()
+    assert (f"localgpt: warning: stdin: {warning}\n" == err) if warning else err == ""
+    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+        conversation = store.latest()
+        assert conversation is not None
+        assert store.messages(conversation.id)[0].content == sent
+
+
+@pytest.mark.parametrize("piped", [
+    Path(sys.executable).resolve().read_bytes()[:200_000],
+    b"almost text\x00but a NUL byte\n",
+], ids=["executable", "nul"])
+def test_binary_stdin_is_refused_in_one_line_and_nothing_is_sent_or_stored(
+    standin, isolated_env, piped
+):
+    p = _chat_with_stdin(piped, "what is this")
+    assert p.returncode == 6
+    err = p.stderr.decode()
+    assert err.startswith("localgpt: error: stdin is binary"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert p.stdout == b""
+    assert standin.chat_requests() == []
+    assert not (isolated_env / "localgpt" / "history.db").exists()
