@@ -257,6 +257,11 @@ def run_turn(app: App, request: dict[str, Any], hide_thinking: bool,
             renderer.packet(packet)
         renderer.close()
         return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id)
+    except BrokenPipeError:
+        # The reader of stdout left (`| head -1`): stop the model and store the answer as
+        # far as it got (`aborted`, or as it ended if `done` came first); main.py exits 141.
+        turn.abort()
+        raise
     renderer.close()
     if turn.error is not None:
         if app.output.json:
