@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.kernel.context import message_tokens, prompt_budget
 from tests.cli import ROOT, invoke, run, validate_packets
 from tests.standin import Reply
 
@@ -260,3 +263,58 @@ def test_binary_stdin_is_refused_in_one_line_and_nothing_is_sent_or_stored(
     assert p.stdout == b""
     assert standin.chat_requests() == []
     assert not (isolated_env / "localgpt" / "history.db").exists()
+
+
+# -- piped text larger than the context (issue 13, case 18) ----------------------------------
+
+
+def test_piped_text_too_large_for_the_context_is_cut_in_the_middle_keeping_the_question(
+    standin, isolated_env
+):
+    standin.add_model("small", context_length=8192)
+    lines = [f"{i:07d} worker {i % 7} retried the upload and went on\n" for i in range(42_000)]
+    piped = "".join(lines)[:2_000_000]
+    assert len(piped) == 2_000_000
+    question = "what went wrong first?"
+    r = invoke("chat", "--json", "-m", "small", question, input=piped)
+    assert r.exit_code == 0, r.stderr
+    body = standin.chat_requests()[-1]
+    sent = body["messages"][-1]["content"]
+    # What the estimate says fits: the whole prompt within the budget of this context.
+    assert sum(message_tokens(m) for m in body["messages"]) <= prompt_budget(8192, {})
+    assert body["options"]["num_ctx"] == 8192
+    assert sent.startswith(piped[:2000])
+    assert sent.endswith(piped.rstrip()[-500:] + "\n\n" + question)
+    marker = re.search(r"\n\n\[… ([\d,]+) characters cut to fit the context …\]\n\n", sent)
+    assert marker is not None
+    cut = int(marker.group(1).replace(",", ""))
+    assert len(sent) - len(marker.group(0)) - len("\n\n" + question) == len(piped.rstrip()) - cut
+    packets = r.records()
+    validate_packets(packets)
+    assert packets[-1]["payload"]["cut"] == [
+        {"source": "stdin", "chars": 2_000_000, "cut_chars": cut}]
+    warnings = {w["code"]: w["message"] for w in map(json.loads, r.stderr.splitlines())}
+    assert f"{cut:,} characters cut from the middle" in warnings["stdin_truncated"]
+    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+        conversation = store.latest()
+        assert conversation is not None
+        user, answer = store.messages(conversation.id)
+    assert user.content == sent  # what the model saw, marker included
+    assert answer.metadata["cut"] == packets[-1]["payload"]["cut"]
+
+
+def test_piped_text_that_fits_is_sent_whole_with_no_cut_field(standin):
+    r = invoke("chat", "--json", "summarise", input="short log\n")
+    assert standin.chat_requests()[-1]["messages"][-1]["content"] == "short log\n\nsummarise"
+    assert "cut" not in r.records()[-1]["payload"]
+
+
+def test_a_question_that_cannot_fit_is_refused_before_anything_is_sent(standin, isolated_env):
+    question = "why " * 2000
+    r = invoke("chat", "-o", "num_ctx", "1024", question, input="a log\n")
+    assert r.exit_code == 6
+    assert r.stderr.startswith("localgpt: error: the message does not fit the 1,024-token context")
+    assert r.stderr.count("\n") == 1
+    assert standin.chat_requests() == []
+    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+        assert store.list_conversations() == []
