@@ -583,7 +583,6 @@ class HistoryStore:
             raise
         self._conn.execute("COMMIT")
 
-
     def _quick_check(self) -> None:
         """PRAGMA quick_check (every page, no index-content cross-check): about 1.4 s at a
         million messages (500 MB), so once per process, and never for a read-only command.

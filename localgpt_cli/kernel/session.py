@@ -236,8 +236,8 @@ class Turn:
             pinned.append({"role": "system", "content": attached})
         if self.retrieved is not None and self.retrieved.results:
             pinned.append({"role": "system", "content": sources_block(self.retrieved)})
-        room = budget - sum(message_tokens(m) for m in pinned)
-        self.user_content = self._fit_user_content(room, context_length)
+        pinned_tokens = sum(message_tokens(m) for m in pinned)
+        self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
         history: list[dict[str, Any]] = []
         if self.store is not None and self.conversation_id is not None:
             history = replay(self.store.messages(self.conversation_id, last=request.window))
@@ -257,7 +257,8 @@ class Turn:
         return assembled.messages, options
 
     def _fit_user_content(self, room: int, context_length: int) -> str:
-        """The user message within `room` estimated tokens, or InvalidInput.
+        """The user message within `room` estimated tokens (what the budget leaves after
+        the system prompt, files and sources), or InvalidInput.
 
         The question is kept whole. Piped text that does not fit is cut in the middle
         with a marker, as --file is: sent whole, Ollama would keep only its end (and
@@ -283,12 +284,11 @@ class Turn:
                 f"{cut:,} characters cut from the middle.",
             )
             return request.user_content(text)
-        pinned = prompt_budget(context_length, request.options) - room
-        besides = f" and the system prompt, files and sources ~{pinned:,}" if pinned else ""
         raise InvalidInput(
             f"the message does not fit the {context_length:,}-token context of {model}: "
-            f"the question needs ~{question_tokens:,} tokens{besides}, of "
-            f"~{pinned + room:,} for the whole prompt; nothing was sent.",
+            f"the question needs ~{question_tokens:,} tokens and ~{max(room, 0):,} are left "
+            "for it (after the system prompt, files and sources, and room for the answer); "
+            "nothing was sent.",
             hint="Shorten the question (piped text is cut to fit instead), "
             "or raise -o num_ctx if the model allows more.",
         )
