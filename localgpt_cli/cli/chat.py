@@ -210,7 +210,11 @@ def open_history(app: App, readonly: bool = False) -> Any:
     path = app.settings.home_dir / "history.db"
     if readonly and not path.exists():
         return None
-    return HistoryStore.open(path)
+    store = HistoryStore.open(path)
+    # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
+    # no connection open, and the file is recorded as checked (history/integrity.py).
+    click.get_current_context().call_on_close(store.close)
+    return store
 
 
 @dataclass

@@ -42,6 +42,7 @@ import orjson
 from localgpt_cli.errors import AmbiguousId, InvalidInput, LockBusy, NotFound, UsageError
 from localgpt_cli.history import export as _export
 from localgpt_cli.history.ids import new_id, normalize_prefix
+from localgpt_cli.history.integrity import left_whole, mark_whole, quick_check
 from localgpt_cli.history.preflight import check_existing, damaged
 from localgpt_cli.history.schema import ROLES, migrate
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
@@ -162,12 +163,17 @@ class HistoryStore:
     from several threads; calls are serialised.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, clock: Clock) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, clock: Clock, *, checked: bool = False
+    ) -> None:
         self._conn = conn
         self.path = path
         self._clock = clock
         self._lock = threading.RLock()
-        self._checked = False  # PRAGMA quick_check passed (see _write)
+        # The file is known whole: checked by this process, or left as it is by the last
+        # localgpt that wrote to it (integrity.py); until then no write is made.
+        self.checked = checked
+        self._wrote = False
 
     # -- opening and closing ------------------------------------------------------
 
@@ -183,6 +189,7 @@ class HistoryStore:
         """
         path = Path(path).expanduser()
         check_existing(path)
+        checked = left_whole(path)
         previous_umask = os.umask(0o077)
         try:
             try:
@@ -206,11 +213,14 @@ class HistoryStore:
                     raise
         finally:
             os.umask(previous_umask)
-        return cls(conn, path, clock or _utc_now)
+        return cls(conn, path, clock or _utc_now, checked=checked)
 
     def close(self) -> None:
+        """Close the file; after writes to it, record it as whole (see integrity.py)."""
         with self._lock:
             self._conn.close()
+            if self._wrote:
+                mark_whole(self.path)
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -566,13 +576,11 @@ class HistoryStore:
     def _write(self) -> Iterator[None]:
         """One write transaction, holding the write lock from its first statement.
 
-        The first write of this store checks the whole file first: the header and schema
-        checks of `open` cannot see garbage in the pages behind them, and SQLite happily
-        commits a row to an intact table of a damaged file. A refusal then would leave a
-        half-written turn behind a message saying the file was left unchanged.
+        Never to a file not known whole: the first write checks it (integrity.py).
         """
-        if not self._checked:
-            self._quick_check()
+        if not self.checked:
+            quick_check(self._conn, self.path)
+            self.checked = True
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -582,17 +590,7 @@ class HistoryStore:
                 self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
-
-    def _quick_check(self) -> None:
-        """PRAGMA quick_check (every page, no index-content cross-check): about 1.4 s at a
-        million messages (500 MB), so once per process, and never for a read-only command.
-
-        SQLite reports damage either as result rows or, when a page is unreadable, as an
-        error, which `_sqlite_errors` turns into the same refusal."""
-        rows = self._conn.execute("PRAGMA quick_check").fetchall()
-        if rows != [("ok",)]:
-            raise damaged(self.path, f"is damaged (integrity check: {rows[0][0]})")
-        self._checked = True
+        self._wrote = True
 
 
 def _configure(conn: sqlite3.Connection, path: Path) -> None:
