@@ -318,3 +318,12 @@ def test_a_question_that_cannot_fit_is_refused_before_anything_is_sent(standin, 
     assert standin.chat_requests() == []
     with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
         assert store.list_conversations() == []
+
+
+def test_an_endless_binary_stdin_is_refused_without_reading_it_all(standin):
+    with open("/dev/zero", "rb") as zeros:
+        p = subprocess.run([sys.executable, "-m", "localgpt_cli", "chat", "q"], stdin=zeros,
+                           capture_output=True, env=os.environ.copy(), cwd=ROOT, timeout=60)
+    assert p.returncode == 6
+    assert p.stderr.startswith(b"localgpt: error: stdin is binary")
+    assert standin.chat_requests() == []

@@ -49,14 +49,14 @@ def _stdin_text(app: App) -> str | None:
             return None
     except (AttributeError, ValueError):
         return None
-    data = stream.buffer.read()
+    data = stream.buffer.read(SNIFF_BYTES)  # `cat /dev/zero |` is refused, not read forever
     if looks_binary(data):
         raise InvalidInput(
             f"stdin is binary (a NUL byte in its first {SNIFF_BYTES // 1024} KiB), not text; "
             "nothing was sent.",
             hint="Pipe text, or attach a document with -f FILE.",
         )
-    text, warning = decode_text(data)
+    text, warning = decode_text(data + stream.buffer.read())
     if warning:
         app.output.warn("stdin_encoding", f"stdin: {warning}")
     return text if text.strip() else None
