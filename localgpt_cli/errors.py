@@ -20,6 +20,9 @@ EXIT_PARTIAL = 5
 EXIT_INVALID = 6
 EXIT_LOCKED = 75
 EXIT_INTERRUPTED = 130
+# stdout was closed by its reader (`localgpt … | head -1`): what a process ended by
+# SIGPIPE reports to the shell (128 + 13).
+EXIT_PIPE = 141
 
 
 class LocalGPTError(Exception):

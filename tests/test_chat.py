@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import codecs
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tests.cli import invoke, run, validate_packets
+from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.kernel.context import message_tokens, prompt_budget
+from tests.cli import ROOT, invoke, run, validate_packets
 from tests.standin import Reply
 
 
@@ -203,3 +213,117 @@ def test_debug_shows_a_traceback_for_errors(isolated_env, monkeypatch, flag):
     assert "Traceback" in r.stderr
     r = run("models", "--refresh")
     assert "Traceback" not in r.stderr
+
+
+# -- piped bytes that are not UTF-8 (issue 13, case 17) ---------------------------------------
+
+
+def _chat_with_stdin(piped: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`localgpt chat ARGS` as a real process with these exact bytes on stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "localgpt_cli", "chat", *args], input=piped,
+        capture_output=True, env=os.environ.copy(), cwd=ROOT, timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("piped", "warning"), [
+    (b"caf\xe9 log line\n", "not valid UTF-8; decoded as cp1252"),
+    ("café log line\n".encode("utf-16"), "decoded as utf-16 (byte-order mark)"),
+    (codecs.BOM_UTF8 + "café log line\r\n".encode(), None),
+], ids=["latin-1", "utf-16", "utf-8-bom-crlf"])
+def test_piped_text_in_another_encoding_is_decoded_like_an_ingested_file(
+    standin, isolated_env, piped, warning
+):
+    standin.script(Reply(content="A log line."))
+    p = _chat_with_stdin(piped, "what is this")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"A log line.\n"
+    sent = standin.chat_requests()[-1]["messages"][-1]["content"]
+    assert sent == "café log line\n\nwhat is this"
+    err = p.stderr.decode()
+    assert (f"localgpt: warning: stdin: {warning}\n" == err) if warning else err == ""
+    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+        conversation = store.latest()
+        assert conversation is not None
+        assert store.messages(conversation.id)[0].content == sent
+
+
+@pytest.mark.parametrize("piped", [
+    Path(sys.executable).resolve().read_bytes()[:200_000],
+    b"almost text\x00but a NUL byte\n",
+], ids=["executable", "nul"])
+def test_binary_stdin_is_refused_in_one_line_and_nothing_is_sent_or_stored(
+    standin, isolated_env, piped
+):
+    p = _chat_with_stdin(piped, "what is this")
+    assert p.returncode == 6
+    err = p.stderr.decode()
+    assert err.startswith("localgpt: error: stdin is binary"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert p.stdout == b""
+    assert standin.chat_requests() == []
+    assert not (isolated_env / "localgpt" / "history.db").exists()
+
+
+# -- piped text larger than the context (issue 13, case 18) ----------------------------------
+
+
+def test_piped_text_too_large_for_the_context_is_cut_in_the_middle_keeping_the_question(
+    standin, isolated_env
+):
+    standin.add_model("small", context_length=8192)
+    lines = [f"{i:07d} worker {i % 7} retried the upload and went on\n" for i in range(42_000)]
+    piped = "".join(lines)[:2_000_000]
+    assert len(piped) == 2_000_000
+    question = "what went wrong first?"
+    r = invoke("chat", "--json", "-m", "small", question, input=piped)
+    assert r.exit_code == 0, r.stderr
+    body = standin.chat_requests()[-1]
+    sent = body["messages"][-1]["content"]
+    # What the estimate says fits: the whole prompt within the budget of this context.
+    assert sum(message_tokens(m) for m in body["messages"]) <= prompt_budget(8192, {})
+    assert body["options"]["num_ctx"] == 8192
+    assert sent.startswith(piped[:2000])
+    assert sent.endswith(piped.rstrip()[-500:] + "\n\n" + question)
+    marker = re.search(r"\n\n\[… ([\d,]+) characters cut to fit the context …\]\n\n", sent)
+    assert marker is not None
+    cut = int(marker.group(1).replace(",", ""))
+    assert len(sent) - len(marker.group(0)) - len("\n\n" + question) == len(piped.rstrip()) - cut
+    packets = r.records()
+    validate_packets(packets)
+    assert packets[-1]["payload"]["cut"] == [
+        {"source": "stdin", "chars": 2_000_000, "cut_chars": cut}]
+    warnings = {w["code"]: w["message"] for w in map(json.loads, r.stderr.splitlines())}
+    assert f"{cut:,} characters cut from the middle" in warnings["stdin_truncated"]
+    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+        conversation = store.latest()
+        assert conversation is not None
+        user, answer = store.messages(conversation.id)
+    assert user.content == sent  # what the model saw, marker included
+    assert answer.metadata["cut"] == packets[-1]["payload"]["cut"]
+
+
+def test_piped_text_that_fits_is_sent_whole_with_no_cut_field(standin):
+    r = invoke("chat", "--json", "summarise", input="short log\n")
+    assert standin.chat_requests()[-1]["messages"][-1]["content"] == "short log\n\nsummarise"
+    assert "cut" not in r.records()[-1]["payload"]
+
+
+def test_a_question_that_cannot_fit_is_refused_before_anything_is_sent(standin, isolated_env):
+    question = "why " * 2000
+    r = invoke("chat", "-o", "num_ctx", "1024", question, input="a log\n")
+    assert r.exit_code == 6
+    assert r.stderr.startswith("localgpt: error: the message does not fit the 1,024-token context")
+    assert r.stderr.count("\n") == 1
+    assert standin.chat_requests() == []
+    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+        assert store.list_conversations() == []
+
+
+def test_an_endless_binary_stdin_is_refused_without_reading_it_all(standin):
+    with open("/dev/zero", "rb") as zeros:
+        p = subprocess.run([sys.executable, "-m", "localgpt_cli", "chat", "q"], stdin=zeros,
+                           capture_output=True, env=os.environ.copy(), cwd=ROOT, timeout=60)
+    assert p.returncode == 6
+    assert p.stderr.startswith(b"localgpt: error: stdin is binary")
+    assert standin.chat_requests() == []

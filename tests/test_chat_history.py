@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,40 @@ def test_two_processes_continuing_one_conversation_lose_nothing(standin, isolate
     answers = [m.content for m in messages if m.role == "assistant"]
     assert sorted(users) == ["from one", "from two", "start"]
     assert len(answers) == 3 and {"a1 a2 a3", "b1 b2 b3"} <= set(answers)
+
+
+# -- a damaged history.db (issue 13, case 3) -------------------------------------------------
+
+
+def _damage_from_the_messages_table(path: Path) -> bytes:
+    """Garbage over every page from the messages table's root on: the header, the schema
+    and the conversations table still read fine, so only a full check finds the damage."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'messages'").fetchone()
+    finally:
+        conn.close()
+    data = bytearray(path.read_bytes())
+    start = (root - 1) * page_size
+    data[start:] = bytes((i * 37 + 11) % 256 for i in range(len(data) - start))
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_a_damaged_history_is_refused_before_the_first_write(standin, isolated_env):
+    for question in ("one", "two"):  # processes, so that each closes the file
+        assert run("chat", question).exit_code == 0
+    path = db(isolated_env)
+    damaged = _damage_from_the_messages_table(path)
+    r = run("chat", "four")
+    assert r.exit_code == 6, r.stderr
+    assert path.read_bytes() == damaged
+    assert not path.with_name("history.db-wal").exists()
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"localgpt: error: history database {path} is damaged")
+    assert f"mv {path} {path}.damaged" in r.stderr
+    assert r.stdout == ""
+    assert [b["messages"][-1]["content"] for b in standin.chat_requests()] == [
+        "one", "two"]

@@ -88,6 +88,11 @@ def test_a_file_too_large_for_the_context_is_cut_in_the_middle(standin, tmp_path
                   if m["role"] == "system")
     assert "START" in system and "END" in system and "characters cut" in system
     assert len(system) < 8192 * 4
+    done = invoke("chat", "--json", "-o", "num_ctx", "8192", "-f", str(big), "--lock",
+                  "summarise").records()[-1]["payload"]
+    (cut,) = done["cut"]
+    assert cut["source"] == "file" and cut["path"] == str(big)
+    assert cut["chars"] == len(big.read_text()) and f"{cut['cut_chars']:,} characters" in system
 
 
 def test_search_documents_tool_is_offered_with_a_knowledge_base(standin, tmp_path):

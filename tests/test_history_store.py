@@ -546,7 +546,8 @@ def filled(db: Path) -> Path:
         conv = s.create_conversation("m")
         for i in range(300):
             s.add_message(conv.id, "user", f"message number {i} " + "padding " * 40)
-    assert side_files(db) == []  # the last close checkpointed and removed -wal/-shm
+    # The last close checkpointed and removed -wal/-shm, and recorded the file as checked.
+    assert side_files(db) == ["history.db-checked"]
     return db
 
 
@@ -573,6 +574,35 @@ def test_damage_found_by_a_query_is_invalid_input_naming_the_file(filled: Path):
     with HistoryStore.open(filled) as s, pytest.raises(InvalidInput) as err:
         s.list_conversations()
     assert str(filled) in str(err.value) and "damaged" in str(err.value)
+    assert filled.read_bytes() == bytes(data)
+
+
+def test_a_checked_file_is_checked_again_only_when_something_else_wrote_to_it(filled: Path):
+    with HistoryStore.open(filled) as s:
+        assert s.checked  # left as the last writer left it: no second full read
+        conversation = s.list_conversations()[0]
+        s.add_message(conversation.id, "user", "one more")
+    with HistoryStore.open(filled) as s:
+        assert s.checked
+    conn = sqlite3.connect(filled)  # another program writes to it
+    conn.execute("UPDATE conversations SET title = 'renamed'")
+    conn.commit()
+    conn.close()
+    with HistoryStore.open(filled) as s:
+        assert not s.checked
+        assert s.list_conversations()[0].title == "renamed"  # reading needs no check
+        s.add_message(conversation.id, "user", "checked first")
+        assert s.checked
+    assert stat.S_IMODE(filled.with_name("history.db-checked").stat().st_mode) == 0o600
+
+
+def test_a_file_damaged_after_it_was_checked_is_refused_before_a_write(filled: Path):
+    data = bytearray(filled.read_bytes())
+    data[len(data) - 4096 :] = b"\xff" * 4096  # the last page: a message page, not the schema
+    filled.write_bytes(bytes(data))
+    with HistoryStore.open(filled) as s, pytest.raises(InvalidInput) as err:
+        s.create_conversation("m")
+    assert "damaged" in str(err.value) and f"mv {filled} {filled}.damaged" in str(err.value)
     assert filled.read_bytes() == bytes(data)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.errors import EXIT_INTERRUPTED, NotFound, UsageError
+from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageError
 
 EPILOG = """\b
 Examples:
@@ -30,8 +30,17 @@ Examples:
 """
 
 
-def _stdin_text() -> str | None:
-    """Piped stdin, if any: attached to the prompt as context."""
+def _stdin_text(app: App) -> str | None:
+    """Piped stdin, if any: attached to the prompt as context.
+
+    Read as bytes and decoded the way ingest decodes a file (rag/decode.py), so a Latin-1
+    log or a UTF-16 export is text with a warning instead of a crash; bytes that are not
+    text at all (a NUL byte: an executable, an image) are refused before anything is
+    sent or stored, since the model could only answer about mojibake.
+    """
+    from localgpt_cli.rag.decode import decode_text
+    from localgpt_cli.rag.filetypes import SNIFF_BYTES, looks_binary
+
     stream = sys.stdin
     if stream is None or stream.closed:
         return None
@@ -40,7 +49,16 @@ def _stdin_text() -> str | None:
             return None
     except (AttributeError, ValueError):
         return None
-    text = stream.read()
+    data = stream.buffer.read(SNIFF_BYTES)  # `cat /dev/zero |` is refused, not read forever
+    if looks_binary(data):
+        raise InvalidInput(
+            f"stdin is binary (a NUL byte in its first {SNIFF_BYTES // 1024} KiB), not text; "
+            "nothing was sent.",
+            hint="Pipe text, or attach a document with -f FILE.",
+        )
+    text, warning = decode_text(data + stream.buffer.read())
+    if warning:
+        app.output.warn("stdin_encoding", f"stdin: {warning}")
     return text if text.strip() else None
 
 
@@ -137,7 +155,7 @@ def chat(
     parsed = parse_options(options)
     attached = [read_context_file(p) for p in files]
     text = " ".join(prompt).strip()
-    stdin_text = _stdin_text()
+    stdin_text = _stdin_text(app)
     store = open_history(app, readonly=no_save) if not no_save or continue_ or cid else None
     conversation = None
     if continue_ or cid:
@@ -192,7 +210,11 @@ def open_history(app: App, readonly: bool = False) -> Any:
     path = app.settings.home_dir / "history.db"
     if readonly and not path.exists():
         return None
-    return HistoryStore.open(path)
+    store = HistoryStore.open(path)
+    # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
+    # no connection open, and the file is recorded as checked (history/integrity.py).
+    click.get_current_context().call_on_close(store.close)
+    return store
 
 
 @dataclass
@@ -239,6 +261,11 @@ def run_turn(app: App, request: dict[str, Any], hide_thinking: bool,
             renderer.packet(packet)
         renderer.close()
         return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id)
+    except BrokenPipeError:
+        # The reader of stdout left (`| head -1`): stop the model and store the answer as
+        # far as it got (`aborted`, or as it ended if `done` came first); main.py exits 141.
+        turn.abort()
+        raise
     renderer.close()
     if turn.error is not None:
         if app.output.json:

@@ -62,10 +62,6 @@ def _open(app: App) -> HistoryStore | None:
     from localgpt_cli.cli.chat import open_history
 
     store: HistoryStore | None = open_history(app, readonly=True)
-    if store is not None:
-        # Closed when the command ends, so in-process callers (tests) leave no open
-        # connection (and no -wal file) behind.
-        click.get_current_context().call_on_close(store.close)
     return store
 
 

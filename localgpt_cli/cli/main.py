@@ -6,6 +6,7 @@ Subcommands are imported only when invoked, and their one-line help is kept here
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import signal
@@ -20,6 +21,7 @@ from localgpt_cli.cli.app import App
 from localgpt_cli.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_PIPE,
     EXIT_USAGE,
     LocalGPTError,
 )
@@ -47,8 +49,23 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+class StdoutClosed(Exception):
+    """The reader of stdout went away (EPIPE).
+
+    Not an OSError on purpose: click turns an EPIPE OSError into exit status 1, and a
+    closed pipe is how `localgpt … | head` normally ends, not a failure.
+    """
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; a write to a closed stdout anywhere in it is StdoutClosed."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise StdoutClosed from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
@@ -77,7 +94,8 @@ Examples:
 
 \b
 Exit codes: 0 ok, 1 internal error, 2 usage, 3 Ollama unreachable,
-4 model not found, 5 partial failure, 6 invalid input, 75 locked, 130 interrupted.
+4 model not found, 5 partial failure, 6 invalid input, 75 locked, 130 interrupted,
+141 stdout closed by its reader.
 """
 
 
@@ -117,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     app = App()
     try:
         code = cli.main(args=argv, prog_name="localgpt", standalone_mode=False, obj=app)
+    except SystemExit as exc:  # a command that ends with sys.exit(code), as chat does
+        code = exc.code
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
@@ -131,16 +151,34 @@ def main(argv: list[str] | None = None) -> None:
     except LocalGPTError as exc:
         if app.debug:
             traceback.print_exc()
-        app.output.error(exc)
+        with contextlib.suppress(BrokenPipeError):  # stderr has the line; see _flush_stdout
+            app.output.error(exc)
         code = exc.exit_code
-    except BrokenPipeError:
-        # `localgpt … | head`: the reader left; that is not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 0
+    except StdoutClosed:
+        code = EXIT_PIPE
     except Exception as exc:  # a bug: say where to report it
         if app.debug:
             traceback.print_exc()
         sys.stderr.write(f"localgpt: internal error: {exc!r}\n  {BUG_HINT}\n")
         code = EXIT_INTERNAL
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    sys.exit(_flush_stdout(code))
+
+
+def _flush_stdout(code: int) -> int:
+    """Flush stdout now, so that output still buffered meets a closed pipe here rather
+    than at interpreter exit (which would print a BrokenPipeError and exit 120).
+
+    `localgpt … | head`: the reader left, which is a normal end for a shell tool. Nothing
+    is said on stderr, the exit status is 141 as after SIGPIPE (an error's own code wins),
+    and stdout is pointed at /dev/null so that nothing else tries to write to the pipe.
+    """
+    try:
+        if code != EXIT_PIPE:
+            sys.stdout.flush()
+            return code
+    except BrokenPipeError:
+        code = code or EXIT_PIPE
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return code

@@ -8,12 +8,13 @@ bytes, then through a connection that cannot write (and, when no WAL file exists
 that does not even create one).
 
 This is cheap (one header read and one schema read), so it runs on every open. It
-does not read every page (`PRAGMA quick_check` would take seconds on a large history);
-damage deeper in the file is reported when a query meets it (see store.py).
+does not read every page: the store runs `PRAGMA quick_check` once, before its first
+write (see store.py), and a read-only command reports damage when a query meets it.
 """
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -25,10 +26,22 @@ _HEADER_SIZE = 100
 
 
 def damaged(path: Path, what: str) -> InvalidInput:
-    """The refusal for a file that cannot be our database."""
+    """The refusal for a file that cannot be our database: the command that moves it aside.
+
+    A -wal file holding pages must move with it: left behind, SQLite would replay it
+    into the new history that localgpt starts next."""
+    aside = shlex.quote(f"{path}.damaged")
+    move = f"mv {shlex.quote(str(path))} {aside}"
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.stat().st_size > 0:
+            move += f" && mv {shlex.quote(str(wal))} {aside}-wal"
+    except OSError:
+        pass  # no -wal file
     return InvalidInput(
         f"history database {path} {what}; it was left unchanged.",
-        hint="Move it away (localgpt then starts a new history) or restore it from a backup.",
+        hint=f"Move it aside ({move}) and localgpt starts a new history, "
+        "or restore it from a backup.",
     )
 
 

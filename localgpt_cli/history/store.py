@@ -42,6 +42,7 @@ import orjson
 from localgpt_cli.errors import AmbiguousId, InvalidInput, LockBusy, NotFound, UsageError
 from localgpt_cli.history import export as _export
 from localgpt_cli.history.ids import new_id, normalize_prefix
+from localgpt_cli.history.integrity import left_whole, mark_whole, quick_check
 from localgpt_cli.history.preflight import check_existing, damaged
 from localgpt_cli.history.schema import ROLES, migrate
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
@@ -162,11 +163,17 @@ class HistoryStore:
     from several threads; calls are serialised.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, clock: Clock) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, clock: Clock, *, checked: bool = False
+    ) -> None:
         self._conn = conn
         self.path = path
         self._clock = clock
         self._lock = threading.RLock()
+        # The file is known whole: checked by this process, or left as it is by the last
+        # localgpt that wrote to it (integrity.py); until then no write is made.
+        self.checked = checked
+        self._wrote = False
 
     # -- opening and closing ------------------------------------------------------
 
@@ -182,6 +189,7 @@ class HistoryStore:
         """
         path = Path(path).expanduser()
         check_existing(path)
+        checked = left_whole(path)
         previous_umask = os.umask(0o077)
         try:
             try:
@@ -205,11 +213,14 @@ class HistoryStore:
                     raise
         finally:
             os.umask(previous_umask)
-        return cls(conn, path, clock or _utc_now)
+        return cls(conn, path, clock or _utc_now, checked=checked)
 
     def close(self) -> None:
+        """Close the file; after writes to it, record it as whole (see integrity.py)."""
         with self._lock:
             self._conn.close()
+            if self._wrote:
+                mark_whole(self.path)
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -563,7 +574,13 @@ class HistoryStore:
 
     @contextmanager
     def _write(self) -> Iterator[None]:
-        """One write transaction, holding the write lock from its first statement."""
+        """One write transaction, holding the write lock from its first statement.
+
+        Never to a file not known whole: the first write checks it (integrity.py).
+        """
+        if not self.checked:
+            quick_check(self._conn, self.path)
+            self.checked = True
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -573,6 +590,7 @@ class HistoryStore:
                 self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+        self._wrote = True
 
 
 def _configure(conn: sqlite3.Connection, path: Path) -> None:

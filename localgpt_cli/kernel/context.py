@@ -47,6 +47,31 @@ def estimate_tokens(text: str) -> int:
     return n
 
 
+def cut_middle(text: str, max_tokens: int, tokens: int | None = None) -> tuple[str, int]:
+    """Head and tail of `text` within `max_tokens` (estimated), around a visible marker.
+
+    Returns the text and how many characters were cut (0 when it fitted). Both ends are
+    kept because the start of a log or a report often explains the rest and its end is
+    the latest state; Ollama, given too much, silently keeps only the end. `tokens` is
+    the caller's estimate of `text`, if it has one: estimating 2 MB takes half a second.
+    """
+    tokens = estimate_tokens(text) if tokens is None else tokens
+    if tokens <= max_tokens:
+        return text, 0
+    ratio = len(text) / max(tokens, 1)  # characters per token of this very text
+    target = max_tokens
+    while True:
+        keep = max(int(target * ratio) - 80, 200)
+        head, tail = text[: keep // 2], text[-(keep // 2) :]
+        removed = len(text) - len(head) - len(tail)
+        out = f"{head}\n\n[… {removed:,} characters cut to fit the context …]\n\n{tail}"
+        # Head and tail may be denser than the average: shrink until the estimate fits.
+        over = estimate_tokens(out) - max_tokens
+        if over <= 0 or keep == 200:
+            return out, removed
+        target -= over
+
+
 def message_tokens(message: Message) -> int:
     total = MESSAGE_OVERHEAD + estimate_tokens(message.get("content") or "")
     if message.get("thinking"):

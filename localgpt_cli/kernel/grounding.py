@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localgpt_cli.kernel.context import estimate_tokens
+from localgpt_cli.kernel.context import cut_middle
 from localgpt_cli.rag.types import citation
 
 CITE_INSTRUCTION = (
@@ -60,23 +60,14 @@ def sources_block(retrieved: Retrieved) -> str:
     return "\n\n".join(parts)
 
 
-def cut_middle(text: str, max_tokens: int) -> tuple[str, bool]:
-    """Head and tail of `text` within about `max_tokens`, with a marked cut."""
-    tokens = estimate_tokens(text)
-    if tokens <= max_tokens:
-        return text, False
-    # Characters per token of this very text, so the cut lands near the budget.
-    ratio = len(text) / max(tokens, 1)
-    keep = max(int(max_tokens * ratio) - 80, 200)
-    head, tail = text[: keep // 2], text[-(keep // 2) :]
-    removed = len(text) - len(head) - len(tail)
-    return f"{head}\n\n[… {removed:,} characters cut to fit the context …]\n\n{tail}", True
-
-
 def files_block(
-    files: Sequence[ContextFile], budget_tokens: int, warn: Callable[[str, str], None]
+    files: Sequence[ContextFile], budget_tokens: int, warn: Callable[[str, str], None],
+    cuts: list[dict[str, Any]],
 ) -> str | None:
-    """The --file contents as one system block; each file gets an equal share of the budget."""
+    """The --file contents as one system block; each file gets an equal share of the budget.
+
+    A file cut to its share is warned about and appended to `cuts` (the `done` packet's
+    list of what the model did not see)."""
     if not files:
         return None
     share = max(int(budget_tokens * FILE_SHARE) // len(files), 256)
@@ -86,5 +77,6 @@ def files_block(
         if cut:
             warn("file_truncated",
                  f"{f.path} is too large for the context; sending its head and tail.")
+            cuts.append({"source": "file", "path": f.path, "chars": len(f.text), "cut_chars": cut})
         parts.append(f"=== {f.path} ===\n{text}")
     return "\n\n".join(parts)

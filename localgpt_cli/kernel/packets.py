@@ -69,17 +69,18 @@ class PacketFactory:
         first_token_ms: int | None = None,
         total_ms: int | None = None,
         used_tools: list[str] | None = None,
+        cut: list[dict[str, Any]] | None = None,
     ) -> StreamPacket:
-        return self.make(
-            "done",
-            {
-                "reason": reason,
-                "conversation_id": conversation_id,
-                "message_id": message_id,
-                "model": model,
-                "iterations": iterations,
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
-                "timings": {"first_token_ms": first_token_ms, "total_ms": total_ms},
-                "used_tools": used_tools or [],
-            },
-        )
+        payload: dict[str, Any] = {
+            "reason": reason,
+            "conversation_id": conversation_id,
+            "message_id": message_id,
+            "model": model,
+            "iterations": iterations,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+            "timings": {"first_token_ms": first_token_ms, "total_ms": total_ms},
+            "used_tools": used_tools or [],
+        }
+        if cut:  # what was cut to fit the context: only when something was
+            payload["cut"] = cut
+        return self.make("done", payload)

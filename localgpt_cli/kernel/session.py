@@ -14,12 +14,16 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from localgpt_cli.errors import LocalGPTError, ModelNotFound
+from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
 from localgpt_cli.kernel.context import (
     DEFAULT_WINDOW,
+    MESSAGE_OVERHEAD,
     SERVER_DEFAULT_CTX,
     assemble,
+    cut_middle,
+    estimate_tokens,
+    message_tokens,
     needed_num_ctx,
     prompt_budget,
 )
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
 
+# Less room than this for piped text and cutting it is pointless: the question is refused.
+MIN_PIPED_TOKENS = 256
 
 
 @dataclass
@@ -71,11 +77,13 @@ class TurnRequest:
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
 
-    def user_content(self) -> str:
-        """The prompt with piped text attached ahead of it (the instruction reads last)."""
-        if self.stdin_text and self.prompt:
-            return f"{self.stdin_text.rstrip()}\n\n{self.prompt}"
-        return self.prompt or (self.stdin_text or "")
+    def user_content(self, piped: str | None = None) -> str:
+        """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of
+        it: the instruction reads last."""
+        piped = self.stdin_text if piped is None else piped
+        if piped and self.prompt:
+            return f"{piped.rstrip()}\n\n{self.prompt}"
+        return self.prompt or (piped or "")
 
 
 def _ms_since(start: float) -> int:
@@ -130,6 +138,8 @@ class Turn:
         self.conversation_id = request.conversation_id
         self.message_id: str | None = None
         self.loop: AgentLoop | None = None
+        self.user_content = request.user_content()  # as sent, once fitted to the context
+        self.cuts: list[dict[str, Any]] = []  # what was cut to fit, for `done` and history
         self._user_stored = False
         self._start = time.perf_counter()
         self._gen: Generator[StreamPacket, None, None] | None = None
@@ -209,46 +219,79 @@ class Turn:
         enabled = self.toolbox.tools
         if self.toolbox.select is None:
             return enabled, enabled
-        selection = self.toolbox.select(enabled, self.request.user_content())
+        selection = self.toolbox.select(enabled, self.user_content)
         if selection.warning:
             self.warn("tool_selection", selection.warning)
         return selection.tools, enabled
 
     def _context(self, info: ModelInfo) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Load the history window, store the user message, assemble within the budget."""
+        """Fit the user message to the budget, store it, assemble with the history window."""
         request = self.request
+        options = dict(request.options)
+        context_length = options.get("num_ctx") or info.context_length or SERVER_DEFAULT_CTX
+        pinned = [{"role": "system", "content": request.system}] if request.system else []
+        budget = prompt_budget(context_length, options)
+        attached = files_block(request.files, budget, self.warn, self.cuts)
+        if attached:
+            pinned.append({"role": "system", "content": attached})
+        if self.retrieved is not None and self.retrieved.results:
+            pinned.append({"role": "system", "content": sources_block(self.retrieved)})
+        pinned_tokens = sum(message_tokens(m) for m in pinned)
+        self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
         history: list[dict[str, Any]] = []
         if self.store is not None and self.conversation_id is not None:
             history = replay(self.store.messages(self.conversation_id, last=request.window))
-        current = {"role": "user", "content": request.user_content()}
+        current = {"role": "user", "content": self.user_content}
         if self.store is not None and request.save:
             if self.conversation_id is None:
                 self.conversation_id = self.store.create_conversation(request.model).id
             self.store.add_message(self.conversation_id, "user", current["content"])
             self._user_stored = True
-        options = dict(request.options)
-        context_length = options.get("num_ctx") or info.context_length or SERVER_DEFAULT_CTX
-        pinned = [{"role": "system", "content": request.system}] if request.system else []
-        budget = prompt_budget(context_length, options)
-        attached = files_block(request.files, budget, self.warn)
-        if attached:
-            pinned.append({"role": "system", "content": attached})
-        if self.retrieved is not None and self.retrieved.results:
-            pinned.append({"role": "system", "content": sources_block(self.retrieved)})
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
             window=request.window,
         )
-        if assembled.over_budget:
-            self.warn(
-                "context_overflow",
-                f"the prompt (~{assembled.estimated_tokens} tokens) does not fit the "
-                f"{context_length}-token context of {request.model}; the model will see it cut.",
-            )
         num_ctx = needed_num_ctx(assembled.estimated_tokens, context_length, options)
         if num_ctx:
             options["num_ctx"] = num_ctx
         return assembled.messages, options
+
+    def _fit_user_content(self, room: int, context_length: int) -> str:
+        """The user message within `room` estimated tokens (what the budget leaves after
+        the system prompt, files and sources), or InvalidInput.
+
+        The question is kept whole. Piped text that does not fit is cut in the middle
+        with a marker, as --file is: sent whole, Ollama would keep only its end (and
+        megabytes would cross the wire for nothing). A question that cannot fit even
+        so is refused rather than sent to be cut blindly.
+        """
+        request = self.request
+        piped = request.stdin_text or ""
+        piped_tokens = estimate_tokens(piped)
+        # The blank line between the piped text and the question is one more token.
+        question_tokens = MESSAGE_OVERHEAD + estimate_tokens(request.prompt) + 1
+        if piped_tokens + question_tokens <= room:
+            return self.user_content
+        piped_room = room - question_tokens
+        model = request.model
+        if piped and piped_room >= MIN_PIPED_TOKENS:
+            text, cut = cut_middle(piped, piped_room, piped_tokens)
+            self.cuts.append({"source": "stdin", "chars": len(piped), "cut_chars": cut})
+            self.warn(
+                "stdin_truncated",
+                f"stdin ({len(piped):,} characters, ~{piped_tokens:,} tokens) does not fit "
+                f"the {context_length:,}-token context of {model}; sending its head and tail, "
+                f"{cut:,} characters cut from the middle.",
+            )
+            return request.user_content(text)
+        raise InvalidInput(
+            f"the message does not fit the {context_length:,}-token context of {model}: "
+            f"the question needs ~{question_tokens:,} tokens and ~{max(room, 0):,} are left "
+            "for it (after the system prompt, files and sources, and room for the answer); "
+            "nothing was sent.",
+            hint="Shorten the question (piped text is cut to fit instead), "
+            "or raise -o num_ctx if the model allows more.",
+        )
 
     def _store_step(self, message: dict[str, Any]) -> None:
         """Store an intermediate message of the loop: a tool call or a tool result."""
@@ -285,6 +328,8 @@ class Turn:
                 {k: r.get(k) for k in ("rank", "score", "document_id", "path", "chunk", "page")}
                 for r in self.retrieved.results
             ]
+        if self.cuts:
+            metadata["cut"] = self.cuts
         if self.error is not None:
             metadata["error"] = {"code": self.error.code, "message": str(self.error)}
         normalizer = self.normalizer
@@ -320,4 +365,5 @@ class Turn:
             first_token_ms=timings["first_token_ms"],
             total_ms=timings["total_ms"],
             used_tools=state.used_tools if state else [],
+            cut=self.cuts,
         )

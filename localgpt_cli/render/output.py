@@ -89,11 +89,13 @@ class Output:
         self.stderr.flush()
 
     def error(self, err: LocalGPTError) -> None:
-        """Report an error: a record on stdout with --json, always one line on stderr."""
-        if self.json:
-            self.record({"type": "error", **err.to_payload()})
+        """Report an error: always one line on stderr, and a record on stdout with --json.
+
+        stderr first: when stdout is a closed pipe, the person still reads the error."""
         self.stderr.write(f"localgpt: error: {err}\n")
         self.stderr.flush()
+        if self.json:
+            self.record({"type": "error", **err.to_payload()})
 
     def info(self, message: str) -> None:
         """A note for a person (stderr; nothing in --json mode)."""

@@ -37,6 +37,7 @@ from typing import Any
 
 from localgpt_cli.history import HistoryStore
 from localgpt_cli.history.ids import encode, new_id
+from localgpt_cli.history.integrity import MARKER_SUFFIX
 from localgpt_cli.history.schema import SCHEMA_VERSION
 from localgpt_cli.history.store import iso
 
@@ -186,6 +187,19 @@ def matches(path: Path, word: str) -> int:
     return int(peek(path, query, f'"{word}"'))
 
 
+def first_write_ms(path: Path, *, marked: bool) -> float:
+    """Open the store and commit its first write: with the whole-file check when the file
+    is not recorded as left whole (integrity.py), without it when it is."""
+    if not marked:
+        path.with_name(path.name + MARKER_SUFFIX).unlink(missing_ok=True)
+    began = time.perf_counter_ns()
+    with HistoryStore.open(path) as store:
+        conversation = store.create_conversation("bench")
+        elapsed = (time.perf_counter_ns() - began) / 1e6
+        store.delete([conversation.id])  # closing records the file as left whole again
+    return elapsed
+
+
 def bench_scale(scale: float, repeat: int) -> dict[str, Any]:
     path = database(scale)
     conversations, messages, big = plan(scale)
@@ -201,6 +215,11 @@ def bench_scale(scale: float, repeat: int) -> dict[str, Any]:
     }
     ms = result["ms"]
     ms["open"] = median_ms(lambda: HistoryStore.open(path).close(), repeat)
+    runs = max(3, repeat // 10)
+    ms["first_write"] = statistics.median(
+        first_write_ms(path, marked=False) for _ in range(runs))
+    ms["first_write_marked"] = statistics.median(
+        first_write_ms(path, marked=True) for _ in range(runs))
     with HistoryStore.open(path) as store:
         long_id = longest(path)
         assert store.get(long_id).messages == big
@@ -228,6 +247,8 @@ def bench_scale(scale: float, repeat: int) -> dict[str, Any]:
 
 ROWS = [
     ("open", "HistoryStore.open + close", None),
+    ("first_write", "open + first write (whole-file check)", None),
+    ("first_write_marked", "open + first write (file left checked)", None),
     ("list", "list_conversations(limit=20)", "list"),
     ("resolve", "resolve(10-char prefix)", None),
     ("window", "messages(long, last=20)", "window"),
