@@ -162,6 +162,47 @@ class Settings:
     def db_uri(self) -> str:
         return str(self.values["db"])
 
+    def named(self, key: str) -> str:
+        """How the user set `key`, as they would recognise it: `--db`, `LOCALGPT_HOME`,
+        `db in /path/config.toml`, or `the default home`."""
+        source = self.sources.get(key, "default")
+        if source == "flag":
+            return f"--{key}"
+        if source.startswith("env "):
+            return source.removeprefix("env ")
+        if source.startswith("file "):
+            return f"{key} in {source.removeprefix('file ')}"
+        return f"the default {key}"
+
+    def writable_dir(self, key: str) -> Path:
+        """Create the folder setting `key` (`home`, or a local `db`) names, before a command
+        writes there.
+
+        Only commands that write call this, so a read-only command never creates folders.
+        A path that cannot be a writable folder is one line naming the path, the setting
+        and the problem: a usage error when it came from a flag, invalid input otherwise
+        (instead of an OSError surfacing as an internal error half way through).
+        """
+        path = Path(str(self.values[key])).expanduser()
+        problem = None
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            problem = "it is a file, not a folder"
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+        if problem is None and not os.access(path, os.W_OK | os.X_OK):
+            problem = "it is not writable"
+        if problem is None:
+            return path
+        named = self.named(key)
+        error = UsageError if named.startswith("--") else InvalidInput
+        setting = SPEC_BY_KEY[key].env if named.startswith("the default") else named
+        raise error(
+            f"Cannot use {path} ({named}) as a folder: {problem}.",
+            hint=f"Point {setting} at a folder you can write.",
+        )
+
 
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:
     """Resolve every setting: flags > environment > config file > defaults."""

@@ -192,6 +192,8 @@ def open_history(app: App, readonly: bool = False) -> Any:
     path = app.settings.home_dir / "history.db"
     if readonly and not path.exists():
         return None
+    if not readonly:
+        app.settings.writable_dir("home")
     return HistoryStore.open(path)
 
 

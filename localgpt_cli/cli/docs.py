@@ -181,6 +181,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
     coll = _collection(app)
     targets = dict(resolve(app, coll, ref) for ref in refs)
     counts = {d.document_id: d.chunks for d in coll.documents()}
+    app.settings.writable_dir("home")  # the lock and the manifest live there
     with ingest_lock(lock_path(app.settings.home_dir), wait_lock):
         manifest = _manifest(app)
         for doc_id in targets:

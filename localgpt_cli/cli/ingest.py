@@ -167,7 +167,7 @@ def ingest(
     )
     run = Ingest(
         options,
-        store=open_store(app),
+        store=open_store(app, write=not dry_run),
         collection=settings.collection,
         model=settings.embed_model,
         model_explicit=model_explicit(app),

@@ -56,10 +56,18 @@ def embed_model_option(f: F) -> F:
     )(f)
 
 
-def open_store(app: App) -> Any:
+def open_store(app: App, write: bool = False) -> Any:
+    """The knowledge base; with `write`, its folders (home for the lock and manifests, a
+    local database folder) are created first, or refused in one line naming the setting.
+    Without it nothing is created: reading a store that does not exist finds nothing."""
     from localgpt_cli.rag.store import open_store as open_
 
-    return open_(app.settings.db_uri)
+    settings = app.settings
+    if write:
+        settings.writable_dir("home")
+        if "://" not in settings.db_uri:
+            settings.writable_dir("db")
+    return open_(settings.db_uri)
 
 
 def model_explicit(app: App) -> bool:
