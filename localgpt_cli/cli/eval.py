@@ -18,8 +18,9 @@ Examples:
 
 \b
 Queries: one per line, JSON {"id": "...", "text": "..."} or plain text (id = line number).
-Qrels: TSV lines 'query-id<TAB>doc<TAB>grade' (a header line is allowed; TREC's
-'query-id 0 doc grade' works too). A grade > 0 is relevant and is the gain in nDCG.
+Qrels: TSV lines 'query-id<TAB>doc<TAB>grade' (a first line naming the columns, such as
+'query-id corpus-id score', is skipped; TREC's 'query-id 0 doc grade' works too).
+A grade > 0 is relevant and is the gain in nDCG.
 doc names a document by its path relative to the folder you ingested (notes/vpn.md) or by
 its file name without extension (vpn).
 
