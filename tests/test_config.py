@@ -39,10 +39,40 @@ def test_ollama_host_forms(raw, url):
     assert normalize_host(raw) == url
 
 
-@pytest.mark.parametrize("raw", ["ftp://x", "host:port"])
+@pytest.mark.parametrize(
+    "raw",
+    ["ftp://x", "host:port", "::::", "localhost:70000", "http://h:65536", ":0", "a b",
+     "[::1", "[zz]:1", "[::1]x"],
+)  # fmt: skip
 def test_bad_hosts_are_usage_errors(raw):
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match=r"^OLLAMA_HOST "):
         normalize_host(raw)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("chat", "hi"), ("models",), ("models", "show", "qwen3"), ("models", "pull", "x"),
+     ("models", "ps"), ("search", "vpn"), ("ingest", "."), ("tools",),
+     ("eval", "--queries", "q", "--qrels", "r")],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [("::::", "is not a valid IPv6 address"), ("localhost:70000", "has an invalid port")],
+)
+def test_a_bad_ollama_host_is_one_line_and_exit_2(clean_env, monkeypatch, args, host, problem):
+    from tests.cli import invoke
+
+    monkeypatch.setenv("LOCALGPT_HOME", str(clean_env / "home"))
+    monkeypatch.setenv("OLLAMA_HOST", host)
+    monkeypatch.chdir(clean_env)
+    (clean_env / "q").write_text("hello\n")
+    (clean_env / "r").write_text("1\tx\t1\n")
+    r = invoke(*args)
+    assert r.exit_code == 2, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"localgpt: error: OLLAMA_HOST {host!r} {problem}")
+    r = invoke("--host", host, *args)
+    assert r.exit_code == 2 and r.stderr.startswith(f"localgpt: error: --host {host!r} ")
 
 
 def test_precedence_flag_env_file_default(clean_env, monkeypatch):

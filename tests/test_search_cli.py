@@ -107,3 +107,26 @@ def test_terminal_ingest_shows_a_summary(standin, tmp_path):
     assert code == 0
     screen = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", screen)
     assert b"4 added, 0 unchanged" in screen
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_empty_query_is_a_usage_error(corpus, standin, query):
+    before = len(standin.requests)
+    r = invoke("search", query)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("localgpt: error: Nothing to search for: the query is empty.")
+    assert len(r.stderr.splitlines()) == 1
+    assert len(standin.requests) == before  # nothing embedded
+
+
+@pytest.mark.parametrize("value", ["2", "-1", "1.01", "nan"])
+@pytest.mark.parametrize(
+    "command",
+    [("search", "wireguard"), ("chat", "hi"),
+     ("eval", "--queries", "q.jsonl", "--qrels", "qrels.tsv")],
+)  # fmt: skip
+def test_threshold_outside_0_to_1_is_a_usage_error(corpus, standin, command, value):
+    r = invoke(*command, "--threshold", value)
+    assert r.exit_code == 2, r.stderr
+    assert "Invalid value for '--threshold'" in r.stderr and "0.0<=x<=1.0" in r.stderr
+    assert standin.chat_requests() == [] and r.stdout == ""

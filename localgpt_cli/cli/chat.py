@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.errors import EXIT_INTERRUPTED, NotFound, UsageError
 
 EPILOG = """\b
@@ -85,7 +86,7 @@ def _stdin_text() -> str | None:
               help="Retrieve from the knowledge base (default: when the collection has documents).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
               help="Excerpts to retrieve.")
-@click.option("--threshold", type=float, metavar="COSINE",
+@click.option("--threshold", type=THRESHOLD, metavar="COSINE",
               help="Minimum similarity of a retrieved excerpt [default: 0.3].")
 @click.option("-C", "--collection", metavar="NAME", help="Knowledge-base collection.")
 @click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),

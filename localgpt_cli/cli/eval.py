@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, embed_model_option
+from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
 
 EPILOG = """\b
 Examples:
@@ -59,8 +59,13 @@ def _modes(value: str) -> list[str]:
                    "alone when the collection has no embeddings].")  # fmt: skip
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
               help="Cut-off for nDCG, recall and MRR.")  # fmt: skip
-@click.option("--threshold", type=float, default=None, metavar="COSINE",
-              help="Minimum similarity on the vector side [default: as search].")  # fmt: skip
+@click.option(
+    "--threshold",
+    type=THRESHOLD,
+    default=None,
+    metavar="COSINE",
+    help="Minimum cosine similarity (0-1) of vector hits [default: as search].",
+)
 @collection_options
 @embed_model_option
 @json_option
