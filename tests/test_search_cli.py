@@ -130,3 +130,18 @@ def test_threshold_outside_0_to_1_is_a_usage_error(corpus, standin, command, val
     assert r.exit_code == 2, r.stderr
     assert "Invalid value for '--threshold'" in r.stderr and "0.0<=x<=1.0" in r.stderr
     assert standin.chat_requests() == [] and r.stdout == ""
+
+
+def test_no_unreachable_warning_while_ollama_is_up(standin, tmp_path, monkeypatch):
+    notes = make_corpus(tmp_path / "corpus")
+    up = standin.url
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # ingested while Ollama was down
+    assert invoke("ingest", str(notes)).exit_code == 3
+    monkeypatch.setenv("OLLAMA_HOST", up)
+    r = invoke("search", "wireguard")
+    assert r.exit_code == 0 and "vpn.md" in r.stdout
+    assert "unreachable" not in r.stderr.lower()
+    assert r.stderr == (
+        "localgpt: warning: Collection 'default' has no embeddings yet (the next ingest with "
+        "Ollama up makes them): falling back to keyword search.\n"
+    )
