@@ -148,7 +148,7 @@ _localgpt() {
             -k) return;;
             --threshold) return;;
             --mode) COMPREPLY=($(compgen -W "hybrid vector keyword" -- "$cur")); return;;
-            --type) return;;
+            --type) COMPREPLY=($(compgen -W "pdf markdown code text html docx" -- "$cur")); return;;
             --path) return;;
             --doc) return;;
             -C|--collection) return;;

@@ -124,7 +124,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from search' -l queries -x -d 'R
 complete -c localgpt -n '__fish_seen_subcommand_from search' -s k -x -d 'Number of passages.'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -l threshold -x -d 'Minimum cosine similarity (0-1) of vector hits [default: per model].'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -l mode -x -a 'hybrid vector keyword' -d 'How to match.'
-complete -c localgpt -n '__fish_seen_subcommand_from search' -l type -x -d 'Only this document type (pdf, markdown, code, text, html, docx).'
+complete -c localgpt -n '__fish_seen_subcommand_from search' -l type -x -a 'pdf markdown code text html docx' -d 'Only this document type.'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -l path -x -d 'Only documents whose path matches.'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -l doc -x -d 'Only this document.'
 complete -c localgpt -n '__fish_seen_subcommand_from search' -s C -l collection -x -d 'Collection (default: \'default\', or LOCALGPT_COLLECTION).'

@@ -145,3 +145,12 @@ def test_no_unreachable_warning_while_ollama_is_up(standin, tmp_path, monkeypatc
         "localgpt: warning: Collection 'default' has no embeddings yet (the next ingest with "
         "Ollama up makes them): falling back to keyword search.\n"
     )
+
+
+def test_unknown_type_is_a_usage_error_listing_the_known_ones(corpus):
+    r = invoke("search", "--type", "foo", "wireguard")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert ("'foo' is not one of 'pdf', 'markdown', 'code', 'text', 'html', 'docx'"
+            in r.stderr)  # fmt: skip
+    upper = invoke("search", "--type", "CODE", "retry backoff", "--json").records()
+    assert upper and set(names(upper)) == {"retry.py"}

@@ -9,6 +9,7 @@ import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import THRESHOLD, collection_options, display_path, embed_model_option
+from localgpt_cli.rag.filetypes import DOCUMENT_TYPES
 
 EPILOG = """\b
 Examples:
@@ -50,8 +51,8 @@ does not parse stops the run (exit 6) before anything is searched.
 )
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid",
               show_default=True, help="How to match.")  # fmt: skip
-@click.option("--type", "doc_type", metavar="TYPE",
-              help="Only this document type (pdf, markdown, code, text, html, docx).")  # fmt: skip
+@click.option("--type", "doc_type", type=click.Choice(DOCUMENT_TYPES, case_sensitive=False),
+              help="Only this document type.")  # fmt: skip
 @click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches.")
 @click.option("--doc", "document_id", metavar="ID", help="Only this document.")
 @collection_options
