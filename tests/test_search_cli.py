@@ -154,3 +154,35 @@ def test_unknown_type_is_a_usage_error_listing_the_known_ones(corpus):
             in r.stderr)  # fmt: skip
     upper = invoke("search", "--type", "CODE", "retry backoff", "--json").records()
     assert upper and set(names(upper)) == {"retry.py"}
+
+
+def test_doc_takes_the_id_docs_list_prints_or_any_unique_prefix(corpus):
+    listed = invoke("docs", "list").stdout.splitlines()[1:]
+    short = next(line.split("\t")[0] for line in listed if "manual.pdf" in line)
+    assert len(short) == 12
+    for ref in (short, short[:5], str(corpus / "manual.pdf")):
+        hits = invoke("search", "--doc", ref, "page", "--json").records()
+        assert hits and set(names(hits)) == {"manual.pdf"}, ref
+    batch = invoke("search", "--doc", short, "--queries", "-", "--json", input="page\n")
+    assert set(names(batch.records())) == {"manual.pdf"}
+    missing = invoke("search", "--doc", "zzzz", "page")
+    assert missing.exit_code == 6 and "No document 'zzzz'" in missing.stderr
+
+
+def test_an_ambiguous_doc_prefix_lists_the_candidates(standin, tmp_path):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(17):  # 17 ids in 16 hex digits: two share a first character
+        (folder / f"n{n}.txt").write_text(f"note number {n}\n")
+    assert invoke("ingest", str(folder)).exit_code == 0
+    ids = [r["document_id"] for r in invoke("docs", "list", "--json").records()]
+    first = next(c for c in "0123456789abcdef" if sum(i.startswith(c) for i in ids) > 1)
+    sharing = sorted(i for i in ids if i.startswith(first))
+    for args in (("search", "--doc", first, "note"), ("docs", "show", first),
+                 ("docs", "rm", first)):  # fmt: skip
+        r = invoke(*args)
+        assert r.exit_code == 6, r.stderr
+        (line,) = r.stderr.splitlines()
+        assert f"document id {first!r} is ambiguous: it starts " in line
+        assert all(i in line for i in sharing[:5])
+    assert len(invoke("docs", "list", "--json").records()) == 17  # nothing removed

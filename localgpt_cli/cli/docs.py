@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, display_path, manifest_file, open_store
+from localgpt_cli.cli.kb import (
+    collection_options,
+    display_path,
+    manifest_file,
+    open_store,
+    resolve_document,
+)
 from localgpt_cli.render.tables import human_size, print_table
 
 EPILOG = """\b
@@ -97,30 +103,6 @@ def list_cmd(app: App) -> None:
     )
 
 
-def resolve(app: App, coll: Any, ref: str) -> tuple[str, str]:
-    """A document id, id prefix or path (as given or resolved) -> (document id, path)."""
-    from localgpt_cli.errors import AmbiguousId, NotFound
-
-    documents = coll.documents()
-    wanted = {ref, os.path.realpath(os.path.expanduser(ref))}
-    by_path = [d for d in documents if d.path in wanted]
-    if by_path:
-        return by_path[0].document_id, by_path[0].path
-    matches = [d for d in documents if d.document_id.startswith(ref)] if ref else []
-    if len(matches) == 1:
-        return matches[0].document_id, matches[0].path
-    if len(matches) > 1:
-        raise AmbiguousId(
-            f"{ref!r} matches {len(matches)} documents.",
-            candidates=[d.document_id for d in matches[:10]],
-            hint="Give more characters of the id, or the path.",
-        )
-    raise NotFound(
-        f"No document {ref!r} in collection {coll.name!r}.",
-        hint="See: localgpt docs list.",
-    )
-
-
 @docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r .text")
 @click.argument("ref", metavar="ID|PATH")
 @collection_options
@@ -129,7 +111,7 @@ def resolve(app: App, coll: Any, ref: str) -> tuple[str, str]:
 def show_cmd(app: App, ref: str) -> None:
     """The chunks of one document, in order, with page / heading / lines."""
     coll = _collection(app)
-    doc_id, path = resolve(app, coll, ref)
+    doc_id, path = resolve_document(coll, ref)
     chunks = coll.chunks(doc_id)
     if app.output.json:
         for c in chunks:
@@ -179,7 +161,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
     from localgpt_cli.rag.lock import ingest_lock, lock_path
 
     coll = _collection(app)
-    targets = dict(resolve(app, coll, ref) for ref in refs)
+    targets = dict(resolve_document(coll, ref) for ref in refs)
     counts = {d.document_id: d.chunks for d in coll.documents()}
     app.settings.writable_dir("home")  # the lock and the manifest live there
     with ingest_lock(lock_path(app.settings.home_dir), wait_lock):

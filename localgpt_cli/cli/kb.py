@@ -84,6 +84,45 @@ def open_store(app: App, write: bool = False) -> Any:
     return open_(settings.db_uri)
 
 
+# How many candidates an ambiguous document id lists.
+CANDIDATES_SHOWN = 5
+
+
+def resolve_document(coll: Any, ref: str) -> tuple[str, str]:
+    """A document id, any unique prefix of it (the 12 characters `docs list` prints) or a
+    path (as stored, or as given from here) -> (document id, path).
+
+    Every command that names a document goes through this, so an id copied from one
+    command's output works in every other. An ambiguous prefix lists its candidates.
+    """
+    import os
+
+    from localgpt_cli.errors import AmbiguousId, NotFound
+
+    documents = coll.documents()
+    wanted = {ref, os.path.realpath(os.path.expanduser(ref))}
+    by_path = [d for d in documents if d.path in wanted]
+    if by_path:
+        return by_path[0].document_id, by_path[0].path
+    prefix = ref.strip().lower()
+    matches = [d for d in documents if d.document_id.startswith(prefix)] if prefix else []
+    if len(matches) == 1:
+        return matches[0].document_id, matches[0].path
+    if len(matches) > 1:
+        shown = sorted(matches, key=lambda d: d.document_id)[:CANDIDATES_SHOWN]
+        listed = "; ".join(f"{d.document_id} ({display_path(d.path)})" for d in shown)
+        more = f", and {len(matches) - len(shown)} more" if len(matches) > len(shown) else ""
+        raise AmbiguousId(
+            f"document id {ref!r} is ambiguous: it starts {listed}{more}.",
+            candidates=[d.document_id for d in shown],
+            hint="Give more characters of the id, or the path.",
+        )
+    raise NotFound(
+        f"No document {ref!r} in collection {coll.name!r}.",
+        hint="See: localgpt docs list.",
+    )
+
+
 def model_explicit(app: App) -> bool:
     """Whether the embedding model was chosen (flag, env or config) rather than defaulted:
     a defaulted model defers to the one the collection was built with."""

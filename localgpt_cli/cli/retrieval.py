@@ -75,6 +75,10 @@ def query_many(
     from localgpt_cli.rag.retrieve import search_many
 
     target = open_target(app, collection)
+    if document_id:  # as `docs list` prints it (12 characters), or any unique prefix
+        from localgpt_cli.cli.kb import resolve_document
+
+        document_id = resolve_document(target.collection, document_id)[0]
     limit = resolve_threshold(target, threshold)
     embed = mode != "keyword" and target.collection.has_vectors()
     vectors: list[Any] = []
