@@ -149,6 +149,7 @@ def chat(
     chosen = app.settings.model
     if conversation is not None and app.settings.sources["model"] == "default":
         chosen = conversation.model  # continuing keeps the conversation's model
+    chosen = app.catalog.resolve(chosen, app.output.warn)  # qwen3 -> the one qwen3:* installed
     base: dict[str, Any] = {
         "model": chosen,
         "system": system or app.settings.system,
