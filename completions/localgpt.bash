@@ -62,7 +62,7 @@ _localgpt() {
             -C|--collection) return;;
             --db) return;;
             esac
-            flags="--wait-lock -C --collection --db --json"; subs=""; files=0;;
+            flags="-y --yes --wait-lock -C --collection --db --json"; subs=""; files=0;;
         "docs show")
             case "$prev" in
             -C|--collection) return;;

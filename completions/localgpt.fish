@@ -52,6 +52,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcomm
 complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from list' -s C -l collection -x -d 'Collection (default: \'default\', or LOCALGPT_COLLECTION).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from list' -l db -x -d 'LanceDB folder or URI (default: $LOCALGPT_HOME/lancedb, or LOCALGPT_DB).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from list' -l json -d 'Write NDJSON records to stdout.'
+complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from rm' -s y -l yes -d 'Do not ask (needed when stdin is no terminal).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from rm' -l wait-lock -x -d 'Wait this long for a running ingest, then exit 75.'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from rm' -s C -l collection -x -d 'Collection (default: \'default\', or LOCALGPT_COLLECTION).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && __fish_seen_subcommand_from rm' -l db -x -d 'LanceDB folder or URI (default: $LOCALGPT_HOME/lancedb, or LOCALGPT_DB).'

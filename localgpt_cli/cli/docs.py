@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.cli.kb import (
     collection_options,
     display_path,
@@ -145,24 +146,37 @@ def _where(chunk: Any) -> str:
     return "  ".join(parts)
 
 
-@docs.command("rm", epilog="Example:\n\n  localgpt docs rm notes/old.md 3f2a9c")
+@docs.command("rm", epilog="Examples:\n\n\b\n  localgpt docs rm notes/old.md 3f2a9c\n"
+              "  localgpt docs list --json | jq -r 'select(.status==\"failed\").path' "
+              "| xargs localgpt docs rm -y")  # fmt: skip
 @click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
+@yes_option
 @click.option("--wait-lock", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
               help="Wait this long for a running ingest, then exit 75.")  # fmt: skip
 @collection_options
 @json_option
 @pass_app
-def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
+def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None:
     """Remove documents (their chunks and their manifest entries).
 
-    A file that is still under a folder you ingest comes back with the next ingest:
-    exclude it there (--exclude) to keep it out.
+    Asks first on a terminal; without one, refuses (exit 2) unless -y. All or nothing:
+    when any ID is unknown or ambiguous nothing is removed (exit 6). A file that is still
+    under a folder you ingest comes back with the next ingest: exclude it there
+    (--exclude) to keep it out.
     """
     from localgpt_cli.rag.lock import ingest_lock, lock_path
 
     coll = _collection(app)
     targets = dict(resolve_document(coll, ref) for ref in refs)
     counts = {d.document_id: d.chunks for d in coll.documents()}
+    noun = "document" if len(targets) == 1 else "documents"
+    refuse_without_terminal(yes, f"remove {len(targets)} {noun}")
+    if not yes:
+        for doc_id, path in targets.items():
+            app.output.stderr.write(f"  {doc_id[:12]}  {display_path(path)} "
+                                    f"({counts.get(doc_id, 0)} chunks)\n")  # fmt: skip
+        if not ask(app, f"Remove {len(targets)} {noun}?"):
+            return
     app.settings.writable_dir("home")  # the lock and the manifest live there
     with ingest_lock(lock_path(app.settings.home_dir), wait_lock):
         manifest = _manifest(app)
