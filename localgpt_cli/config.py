@@ -6,6 +6,7 @@ value is what it is: the first question anyone asks when "it talks to the wrong 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -202,9 +203,10 @@ class Settings:
             return f"{key} in {source.removeprefix('file ')}"
         return f"the default {key}"
 
-    def writable_dir(self, key: str) -> Path:
+    def writable_dir(self, key: str, keep: bool = True) -> Path:
         """Create the folder setting `key` (`home`, or a local `db`) names, before a command
-        writes there.
+        writes there; with `keep=False` only prove that it can be created (what was made is
+        removed again, so a run that then stops at the lock leaves nothing behind).
 
         Only commands that write call this, so a read-only command never creates folders.
         A path that cannot be a writable folder is one line naming the path, the setting
@@ -212,15 +214,20 @@ class Settings:
         (instead of an OSError surfacing as an internal error half way through).
         """
         path = Path(str(self.values[key])).expanduser()
+        made = [p for p in (path, *path.parents) if not os.path.lexists(p)]
         problem = None
         try:
             path.mkdir(parents=True, exist_ok=True)
+            if not os.access(path, os.W_OK | os.X_OK):
+                problem = "it is not writable"
         except FileExistsError:
             problem = "it is a file, not a folder"
         except OSError as exc:
             problem = exc.strerror or str(exc)
-        if problem is None and not os.access(path, os.W_OK | os.X_OK):
-            problem = "it is not writable"
+        finally:
+            for folder in [] if keep else made:  # deepest first
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
         if problem is None:
             return path
         named = self.named(key)

@@ -79,8 +79,8 @@ def open_store(app: App, write: bool = False) -> Any:
     settings = app.settings
     if write:
         settings.writable_dir("home")
-        if "://" not in settings.db_uri:
-            settings.writable_dir("db")
+        if "://" not in settings.db_uri:  # made by the first write, under the lock
+            settings.writable_dir("db", keep=False)
     return open_(settings.db_uri)
 
 
