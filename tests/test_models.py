@@ -113,3 +113,18 @@ def test_no_fallback_when_the_name_is_installed_or_ambiguous(standin, installed)
     assert "model_resolved" not in r.stderr
     r = invoke("models", "show", "qwen3:1b")  # a tag was given: it is meant
     assert r.exit_code == 4 and "model_resolved" not in r.stderr
+
+
+def test_an_embedding_model_name_resolves_the_same_way(standin, tmp_path):
+    standin.add_model("all-minilm:l6-v2", capabilities=("embedding",), embedding_dim=384)
+    standin.add_model("llama3.2:latest", capabilities=("completion",))
+    (tmp_path / "vpn.md").write_text("# VPN\n\nInstall wireguard for the office tunnel.\n")
+    r = invoke("ingest", "-m", "all-minilm", str(tmp_path))
+    assert r.exit_code == 0, r.stderr
+    assert "using all-minilm:l6-v2, the only all-minilm installed" in r.stderr
+    embeds = [q.body for q in standin.requests if q.path == "/api/embed"]
+    assert embeds and {b["model"] for b in embeds} == {"all-minilm:l6-v2"}
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "all-minilm:l6-v2"
+    found = invoke("search", "-m", "all-minilm", "--mode", "vector", "wireguard", "--json")
+    assert found.exit_code == 0, found.stderr
+    assert found.records() and found.records()[0]["mode"] == "vector"

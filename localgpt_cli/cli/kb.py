@@ -129,6 +129,14 @@ def model_explicit(app: App) -> bool:
     return app.settings.sources.get("embed_model") != "default"
 
 
+def chosen_embed_model(app: App) -> str:
+    """The embedding model named by flag, env or config, resolved as `chat -m` is (a bare
+    name not installed as `:latest` means the one installed tag of that name, with a
+    warning). A defaulted model is left as it is: it defers to the collection's own."""
+    name = str(app.settings.embed_model)
+    return app.catalog.resolve(name, app.output.warn) if model_explicit(app) else name
+
+
 def manifest_file(app: App) -> Path:
     from localgpt_cli.rag.manifest import manifest_path
 
