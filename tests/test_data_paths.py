@@ -73,18 +73,20 @@ def test_db_env_that_cannot_be_a_folder_is_exit_6(standin, tmp_path, monkeypatch
     "args",
     [("search", "hello"), ("search", "--mode", "keyword", "hello"), ("docs", "list"),
      ("docs", "show", "x"), ("docs", "stats"), ("docs", "collections"),
-     ("ingest", "--dry-run", "{doc}")],
+     ("ingest", "--dry-run", "{doc}"), ("eval", "--queries", "{doc}", "--qrels", "{qrels}")],
 )  # fmt: skip
 @pytest.mark.parametrize("where", ["home", "db"])
 def test_read_only_commands_create_nothing(standin, tmp_path, monkeypatch, args, where):
     doc = tmp_path / "doc.txt"
     doc.write_text("hello there\n")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("1\tdoc\t1\n")
     fresh = tmp_path / "fresh" / "deeper"
     if where == "home":
         monkeypatch.setenv("LOCALGPT_HOME", str(fresh))
     else:
         args = (*args, "--db", str(fresh))
-    r = invoke(*(a.format(doc=doc) for a in args))
+    r = invoke(*(a.format(doc=doc, qrels=qrels) for a in args))
     assert r.exit_code in (0, 6), r.stderr
     assert "internal error" not in r.stderr
     assert not (tmp_path / "fresh").exists()
