@@ -63,6 +63,10 @@ def config_file() -> Path:
     return Path(os.environ.get("LOCALGPT_CONFIG") or config_dir() / "config.toml")
 
 
+HOST_HINT = "Use host, host:port, [IPv6]:port or http(s)://host:port."
+_HOSTNAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
+
+
 def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     """Accept every form Ollama accepts (`host`, `host:port`, `:port`, URLs) -> a URL.
 
@@ -117,10 +121,6 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
         )
     shown = f"[{host}]" if ":" in host else host
     return f"{scheme}://{shown}:{port}{path}"
-
-
-HOST_HINT = "Use host, host:port, [IPv6]:port or http(s)://host:port."
-_HOSTNAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
 
 
 def _check_ipv6(host: str, value: str, name: str) -> None:
