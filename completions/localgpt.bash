@@ -62,7 +62,7 @@ _localgpt() {
             -C|--collection) return;;
             --db) return;;
             esac
-            flags="--wait-lock -C --collection --db --json"; subs=""; files=0;;
+            flags="-y --yes --wait-lock -C --collection --db --json"; subs=""; files=0;;
         "docs show")
             case "$prev" in
             -C|--collection) return;;
@@ -148,7 +148,7 @@ _localgpt() {
             -k) return;;
             --threshold) return;;
             --mode) COMPREPLY=($(compgen -W "hybrid vector keyword" -- "$cur")); return;;
-            --type) return;;
+            --type) COMPREPLY=($(compgen -W "pdf markdown code text html docx" -- "$cur")); return;;
             --path) return;;
             --doc) return;;
             -C|--collection) return;;

@@ -6,7 +6,9 @@ value is what it is: the first question anyone asks when "it talks to the wrong 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,11 +63,17 @@ def config_file() -> Path:
     return Path(os.environ.get("LOCALGPT_CONFIG") or config_dir() / "config.toml")
 
 
-def normalize_host(value: str) -> str:
+HOST_HINT = "Use host, host:port, [IPv6]:port or http(s)://host:port."
+_HOSTNAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
+
+
+def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     """Accept every form Ollama accepts (`host`, `host:port`, `:port`, URLs) -> a URL.
 
     `0.0.0.0` and `::` are listening addresses, not places to connect to: map them to
-    loopback, as the ollama CLI does.
+    loopback, as the ollama CLI does. Anything that is not a host name or an IP address
+    with a port in 1-65535 is a usage error naming `name` (the variable, flag or file it
+    came from) here, before the HTTP client fails on it with a traceback.
     """
     raw = value.strip()
     if not raw:
@@ -76,7 +84,7 @@ def normalize_host(value: str) -> str:
         scheme, rest = raw.split("://", 1)
         if scheme not in ("http", "https"):
             raise UsageError(
-                f"OLLAMA_HOST {value!r} has scheme {scheme!r}.",
+                f"{name} {value!r} has scheme {scheme!r}.",
                 hint="Use http://host:port or https://host:port.",
             )
     path = ""
@@ -86,23 +94,44 @@ def normalize_host(value: str) -> str:
     default_port = "443" if scheme == "https" else "11434"
     if rest.startswith("["):  # [::1]:port
         end = rest.find("]")
-        host, port = rest[1:end], rest[end + 2 :] if rest[end + 1 : end + 2] == ":" else ""
+        after = rest[end + 1 :] if end != -1 else ""
+        if end == -1 or (after and not after.startswith(":")):
+            raise UsageError(f"{name} {value!r} is not a valid address.", hint=HOST_HINT)
+        host, port = rest[1:end], after[1:]
+        _check_ipv6(host, value, name)
     elif rest.count(":") > 1:  # bare IPv6 without brackets
         host, port = rest, ""
+        _check_ipv6(host, value, name)
     elif ":" in rest:
         host, port = rest.split(":", 1)
     else:
         host, port = rest, ""
+    if host and ":" not in host and not _HOSTNAME.fullmatch(host):
+        raise UsageError(f"{name} {value!r} has an invalid host {host!r}.", hint=HOST_HINT)
     host = host or "127.0.0.1"
     port = port or default_port
     if host == "0.0.0.0":
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
-    if not port.isdigit():
-        raise UsageError(f"OLLAMA_HOST {value!r} has an invalid port {port!r}.")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError(
+            f"{name} {value!r} has an invalid port {port!r} (ports are 1 to 65535).",
+            hint=HOST_HINT,
+        )
     shown = f"[{host}]" if ":" in host else host
     return f"{scheme}://{shown}:{port}{path}"
+
+
+def _check_ipv6(host: str, value: str, name: str) -> None:
+    import ipaddress
+
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        raise UsageError(
+            f"{name} {value!r} is not a valid IPv6 address.", hint=HOST_HINT
+        ) from None
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -162,6 +191,53 @@ class Settings:
     def db_uri(self) -> str:
         return str(self.values["db"])
 
+    def named(self, key: str) -> str:
+        """How the user set `key`, as they would recognise it: `--db`, `LOCALGPT_HOME`,
+        `db in /path/config.toml`, or `the default home`."""
+        source = self.sources.get(key, "default")
+        if source == "flag":
+            return f"--{key}"
+        if source.startswith("env "):
+            return source.removeprefix("env ")
+        if source.startswith("file "):
+            return f"{key} in {source.removeprefix('file ')}"
+        return f"the default {key}"
+
+    def writable_dir(self, key: str, keep: bool = True) -> Path:
+        """Create the folder setting `key` (`home`, or a local `db`) names, before a command
+        writes there; with `keep=False` only prove that it can be created (what was made is
+        removed again, so a run that then stops at the lock leaves nothing behind).
+
+        Only commands that write call this, so a read-only command never creates folders.
+        A path that cannot be a writable folder is one line naming the path, the setting
+        and the problem: a usage error when it came from a flag, invalid input otherwise
+        (instead of an OSError surfacing as an internal error half way through).
+        """
+        path = Path(str(self.values[key])).expanduser()
+        made = [p for p in (path, *path.parents) if not os.path.lexists(p)]
+        problem = None
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            if not os.access(path, os.W_OK | os.X_OK):
+                problem = "it is not writable"
+        except FileExistsError:
+            problem = "it is a file, not a folder"
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+        finally:
+            for folder in [] if keep else made:  # deepest first
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        if problem is None:
+            return path
+        named = self.named(key)
+        error = UsageError if named.startswith("--") else InvalidInput
+        setting = SPEC_BY_KEY[key].env if named.startswith("the default") else named
+        raise error(
+            f"Cannot use {path} ({named}) as a folder: {problem}.",
+            hint=f"Point {setting} at a folder you can write.",
+        )
+
 
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:
     """Resolve every setting: flags > environment > config file > defaults."""
@@ -180,7 +256,7 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
             value, source = spec.default, "default"
         settings.values[spec.key] = _coerce(spec, value, source)
         settings.sources[spec.key] = source
-    settings.values["host"] = normalize_host(settings.values["host"])
+    settings.values["host"] = normalize_host(settings.values["host"], settings.named("host"))
     if settings.values["home"] is None:
         settings.values["home"] = str(_xdg("XDG_DATA_HOME", ".local/share") / "localgpt")
         settings.sources["home"] = "default (XDG data dir)"

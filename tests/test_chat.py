@@ -123,6 +123,20 @@ def test_invalid_option_value_exits_2_before_calling_ollama(standin):
     assert standin.chat_requests() == []
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [("temperature", "nan", "0 or more"), ("num_ctx", "-5", "1 to 2147483647"),
+     ("top_p", "7", "0 to 1")],
+)  # fmt: skip
+def test_out_of_range_option_exits_2_before_calling_ollama(standin, key, value, allowed):
+    r = invoke("chat", "-o", key, value, "q")
+    assert r.exit_code == 2
+    assert r.stderr == (
+        f"localgpt: error: Model option {key!r} must be {allowed}, got {value!r}.\n"
+    )
+    assert standin.chat_requests() == []
+
+
 def test_no_stream_sends_stream_false_and_still_writes_packets(standin):
     standin.script(Reply(content="whole answer"))
     r = invoke("chat", "--json", "--no-stream", "q")

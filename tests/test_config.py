@@ -6,7 +6,7 @@ import pytest
 
 from localgpt_cli.config import load_settings, normalize_host
 from localgpt_cli.errors import InvalidInput, UsageError
-from localgpt_cli.llm.options import parse_options
+from localgpt_cli.llm.options import OPTION_RANGES, OPTION_TYPES, parse_options
 
 
 @pytest.fixture(autouse=True)
@@ -39,10 +39,40 @@ def test_ollama_host_forms(raw, url):
     assert normalize_host(raw) == url
 
 
-@pytest.mark.parametrize("raw", ["ftp://x", "host:port"])
+@pytest.mark.parametrize(
+    "raw",
+    ["ftp://x", "host:port", "::::", "localhost:70000", "http://h:65536", ":0", "a b",
+     "[::1", "[zz]:1", "[::1]x"],
+)  # fmt: skip
 def test_bad_hosts_are_usage_errors(raw):
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match=r"^OLLAMA_HOST "):
         normalize_host(raw)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("chat", "hi"), ("models",), ("models", "show", "qwen3"), ("models", "pull", "x"),
+     ("models", "ps"), ("search", "vpn"), ("ingest", "."), ("tools",),
+     ("eval", "--queries", "q", "--qrels", "r")],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [("::::", "is not a valid IPv6 address"), ("localhost:70000", "has an invalid port")],
+)
+def test_a_bad_ollama_host_is_one_line_and_exit_2(clean_env, monkeypatch, args, host, problem):
+    from tests.cli import invoke
+
+    monkeypatch.setenv("LOCALGPT_HOME", str(clean_env / "home"))
+    monkeypatch.setenv("OLLAMA_HOST", host)
+    monkeypatch.chdir(clean_env)
+    (clean_env / "q").write_text("hello\n")
+    (clean_env / "r").write_text("1\tx\t1\n")
+    r = invoke(*args)
+    assert r.exit_code == 2, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"localgpt: error: OLLAMA_HOST {host!r} {problem}")
+    r = invoke("--host", host, *args)
+    assert r.exit_code == 2 and r.stderr.startswith(f"localgpt: error: --host {host!r} ")
 
 
 def test_precedence_flag_env_file_default(clean_env, monkeypatch):
@@ -103,3 +133,40 @@ def test_options_are_typed():
 def test_bad_options_are_usage_errors(pair, message):
     with pytest.raises(UsageError, match=message):
         parse_options([pair])
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        (("temperature", "nan"), "'temperature' must be 0 or more, got 'nan'"),
+        (("temperature", "-0.5"), "'temperature' must be 0 or more"),
+        (("temperature", "inf"), "'temperature' must be 0 or more"),
+        (("num_ctx", "-5"), "'num_ctx' must be 1 to 2147483647, got '-5'"),
+        (("num_ctx", "0"), "'num_ctx' must be 1 to"),
+        (("top_p", "7"), "'top_p' must be 0 to 1, got '7'"),
+        (("min_p", "-0.1"), "'min_p' must be 0 to 1"),
+        (("mirostat", "3"), "'mirostat' must be 0 to 2"),
+        (("num_predict", "-3"), "'num_predict' must be -2 to"),
+        (("seed", "-2"), "'seed' must be -1 to 4294967295"),
+        (("presence_penalty", "2.5"), "'presence_penalty' must be -2 to 2"),
+    ],
+)
+def test_out_of_range_options_are_usage_errors(pair, message):
+    with pytest.raises(UsageError, match=message):
+        parse_options([pair])
+
+
+def test_every_numeric_option_has_a_range_and_its_ends_are_accepted():
+    numeric = {k for k, kind in OPTION_TYPES.items() if kind in (int, float)}
+    assert set(OPTION_RANGES) == numeric
+    for key, (low, high) in OPTION_RANGES.items():
+        kind = OPTION_TYPES[key]
+        ends = [low] + ([high] if high is not None else [])
+        for end in ends:
+            assert parse_options([(key, str(kind(end)))]) == {key: kind(end)}
+        below = str(kind(low) - 1 if kind is int else low - 0.01)
+        with pytest.raises(UsageError, match=key):
+            parse_options([(key, below)])
+        if high is not None:
+            with pytest.raises(UsageError, match=key):
+                parse_options([(key, str(kind(high) + 1 if kind is int else high + 0.01))])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import invoke
+from tests.cli import invoke, run_in_pty
 from tests.kb import home, make_corpus, snapshot
 
 
@@ -59,7 +59,7 @@ def test_show_unknown_document_is_exit_6(corpus):
 
 def test_rm_removes_rows_and_manifest_entry(corpus, standin):
     ids = ids_by_name(invoke("docs", "list", "--json").records())
-    r = invoke("docs", "rm", str(corpus / "todo.txt"), ids["vpn.md"][:8], "--json")
+    r = invoke("docs", "rm", "-y", str(corpus / "todo.txt"), ids["vpn.md"][:8], "--json")
     assert r.exit_code == 0
     removed = {Path(x["path"]).name: x for x in r.records()}
     assert set(removed) == {"todo.txt", "vpn.md"}
@@ -74,7 +74,7 @@ def test_rm_removes_rows_and_manifest_entry(corpus, standin):
     assert sorted(Path(x["path"]).name for x in again if x["type"] == "document") == [
         "todo.txt", "vpn.md",
     ]  # fmt: skip
-    plain = invoke("docs", "rm", str(corpus / "todo.txt"))
+    plain = invoke("docs", "rm", "--yes", str(corpus / "todo.txt"))
     assert plain.exit_code == 0 and plain.stdout == "" and "removed" in plain.stderr
 
 
@@ -110,3 +110,25 @@ def test_unknown_collection_is_exit_6(isolated_env):
     assert r.exit_code == 6 and "localgpt ingest -C nothing" in r.stderr
     empty = invoke("docs", "collections")
     assert empty.exit_code == 0 and empty.stdout == ""
+
+
+def test_rm_without_a_terminal_needs_yes(corpus):
+    before = snapshot(home())
+    r = invoke("docs", "rm", str(corpus / "todo.txt"))
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "localgpt: error: refusing to remove 1 document without confirmation: stdin is not a "
+        "terminal. Pass -y to do it without asking.\n"
+    )
+    assert snapshot(home()) == before
+
+
+def test_rm_on_a_terminal_asks_first(corpus):
+    before = snapshot(home())
+    code, screen = run_in_pty(["docs", "rm", str(corpus / "todo.txt")], answer=b"n\n")
+    assert code == 0 and b"Remove 1 document? [y/N]" in screen and b"Nothing deleted." in screen
+    assert b"todo.txt (1 chunks)" in screen
+    assert snapshot(home()) == before
+    code, screen = run_in_pty(["docs", "rm", str(corpus / "todo.txt")], answer=b"y\n")
+    assert code == 0 and b"removed" in screen
+    assert "todo.txt" not in {Path(row[2]).name for row in snapshot(home())}

@@ -65,7 +65,9 @@ def test_all_modes_by_default_and_plain_table(labelled):
         ("q1\tnowhere\t1\n", r"qrels.tsv:1: no document in collection 'default' is named "
                              r"'nowhere'"),
         ("q1\tvpn\t1\nq9\tvpn\t1\n", r"qrels.tsv:2: query id 'q9' is not in"),
-        ("q1\tvpn\tvery\n", r"qrels.tsv: no judgements"),  # a header alone
+        ("query-id\tdoc\tscore\n", r"qrels.tsv: no judgements"),  # a header alone
+        ("q1\tvpn\tvery\nq2\ttodo\t1\n", r"qrels.tsv:1: the grade 'very' is not an "
+                                      r"integer\. A header line names its columns"),
         ("q1\tvpn\t1\nq2 todo\n", r"qrels.tsv:2: expected"),
     ],
 )

@@ -70,6 +70,26 @@ def test_qrels_forms_and_errors():
         parse_qrels("query-id\tdoc\tscore\n", "q.tsv")
 
 
+@pytest.mark.parametrize(
+    "header",
+    ["query-id\tcorpus-id\tscore", "query_id\tdoc_id\trelevance", "qid docno rel",
+     "Query-ID\tDoc\tGrade", "query-id\titeration\tdoc\tscore", "topic Q0 docno rel"],
+)  # fmt: skip
+def test_a_header_is_recognised_by_its_names(header):
+    q = parse_qrels(f"{header}\n1\td\t1\n", "q.tsv")
+    assert q.grades == {"1": {"d": 1}} and q.lines == {("1", "d"): 2}
+
+
+@pytest.mark.parametrize(
+    ("first", "grade"),
+    [("q1\tvpn\tl", "l"), ("q1\tvpn\t1.5", "1.5"), ("query-id\tdoc\tscroe", "scroe"),
+     ("q1 0 vpn two", "two")],
+)  # fmt: skip
+def test_a_malformed_first_line_is_an_error_not_a_header(first, grade):
+    with pytest.raises(InvalidInput, match=rf"q\.tsv:1: the grade '{grade}' is not an integer"):
+        parse_qrels(f"{first}\nq1\ttodo\t1\n", "q.tsv")
+
+
 def test_document_names():
     names = DocumentNames([("i1", "/data/notes/vpn.md"), ("i2", "/data/old/vpn.txt"),
                            ("i3", "/data/notes/todo.txt")])  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli import invoke
 
 
@@ -78,3 +80,51 @@ def test_config_shows_sources(isolated_env, monkeypatch):
     recs = {x["key"]: x for x in r.records() if x["type"] == "setting"}
     assert recs["model"]["value"] == "qwen3" and recs["model"]["source"] == "env LOCALGPT_MODEL"
     assert recs["host"]["value"] == "http://gpu:1234" and recs["host"]["source"] == "flag"
+
+
+def test_a_bare_name_falls_back_to_the_one_installed_tag(standin):
+    standin.add_model("qwen3:8b", capabilities=("completion", "tools", "thinking"))
+    standin.add_model("llama3.2:latest", capabilities=("completion",))
+    r = invoke("models", "show", "qwen3", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert r.records()[0]["name"] == "qwen3:8b"
+    assert '"code":"model_resolved"' in r.stderr and "qwen3:8b" in r.stderr
+    plain = invoke("models", "show", "qwen3")
+    assert plain.stderr == (
+        "localgpt: warning: 'qwen3' is not installed as qwen3:latest; using qwen3:8b, the "
+        "only qwen3 installed.\n"
+    )
+    r = invoke("chat", "-m", "qwen3", "--json", "hi")
+    assert r.exit_code == 0, r.stderr
+    assert {body["model"] for body in standin.chat_requests()} == {"qwen3:8b"}
+    listed = invoke("history", "--json").records()
+    assert listed[0]["model"] == "qwen3:8b"
+
+
+@pytest.mark.parametrize("installed", [("qwen3:8b", "qwen3:4b"), ("qwen3:8b", "qwen3:latest")])
+def test_no_fallback_when_the_name_is_installed_or_ambiguous(standin, installed):
+    for name in installed:
+        standin.add_model(name, capabilities=("completion",))
+    r = invoke("models", "show", "qwen3", "--json")
+    if "qwen3:latest" in installed:
+        assert r.exit_code == 0 and r.records()[0]["name"] == "qwen3"
+    else:
+        assert r.exit_code == 4 and "qwen3:8b" in r.stderr and "qwen3:4b" in r.stderr
+    assert "model_resolved" not in r.stderr
+    r = invoke("models", "show", "qwen3:1b")  # a tag was given: it is meant
+    assert r.exit_code == 4 and "model_resolved" not in r.stderr
+
+
+def test_an_embedding_model_name_resolves_the_same_way(standin, tmp_path):
+    standin.add_model("all-minilm:l6-v2", capabilities=("embedding",), embedding_dim=384)
+    standin.add_model("llama3.2:latest", capabilities=("completion",))
+    (tmp_path / "vpn.md").write_text("# VPN\n\nInstall wireguard for the office tunnel.\n")
+    r = invoke("ingest", "-m", "all-minilm", str(tmp_path))
+    assert r.exit_code == 0, r.stderr
+    assert "using all-minilm:l6-v2, the only all-minilm installed" in r.stderr
+    embeds = [q.body for q in standin.requests if q.path == "/api/embed"]
+    assert embeds and {b["model"] for b in embeds} == {"all-minilm:l6-v2"}
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "all-minilm:l6-v2"
+    found = invoke("search", "-m", "all-minilm", "--mode", "vector", "wireguard", "--json")
+    assert found.exit_code == 0, found.stderr
+    assert found.records() and found.records()[0]["mode"] == "vector"

@@ -107,3 +107,82 @@ def test_terminal_ingest_shows_a_summary(standin, tmp_path):
     assert code == 0
     screen = re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", screen)
     assert b"4 added, 0 unchanged" in screen
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_empty_query_is_a_usage_error(corpus, standin, query):
+    before = len(standin.requests)
+    r = invoke("search", query)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("localgpt: error: Nothing to search for: the query is empty.")
+    assert len(r.stderr.splitlines()) == 1
+    assert len(standin.requests) == before  # nothing embedded
+
+
+@pytest.mark.parametrize("value", ["2", "-1", "1.01", "nan"])
+@pytest.mark.parametrize(
+    "command",
+    [("search", "wireguard"), ("chat", "hi"),
+     ("eval", "--queries", "q.jsonl", "--qrels", "qrels.tsv")],
+)  # fmt: skip
+def test_threshold_outside_0_to_1_is_a_usage_error(corpus, standin, command, value):
+    r = invoke(*command, "--threshold", value)
+    assert r.exit_code == 2, r.stderr
+    assert "Invalid value for '--threshold'" in r.stderr and "0.0<=x<=1.0" in r.stderr
+    assert standin.chat_requests() == [] and r.stdout == ""
+
+
+def test_no_unreachable_warning_while_ollama_is_up(standin, tmp_path, monkeypatch):
+    notes = make_corpus(tmp_path / "corpus")
+    up = standin.url
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # ingested while Ollama was down
+    assert invoke("ingest", str(notes)).exit_code == 3
+    monkeypatch.setenv("OLLAMA_HOST", up)
+    r = invoke("search", "wireguard")
+    assert r.exit_code == 0 and "vpn.md" in r.stdout
+    assert "unreachable" not in r.stderr.lower()
+    assert r.stderr == (
+        "localgpt: warning: Collection 'default' has no embeddings yet (the next ingest with "
+        "Ollama up makes them): falling back to keyword search.\n"
+    )
+
+
+def test_unknown_type_is_a_usage_error_listing_the_known_ones(corpus):
+    r = invoke("search", "--type", "foo", "wireguard")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert ("'foo' is not one of 'pdf', 'markdown', 'code', 'text', 'html', 'docx'"
+            in r.stderr)  # fmt: skip
+    upper = invoke("search", "--type", "CODE", "retry backoff", "--json").records()
+    assert upper and set(names(upper)) == {"retry.py"}
+
+
+def test_doc_takes_the_id_docs_list_prints_or_any_unique_prefix(corpus):
+    listed = invoke("docs", "list").stdout.splitlines()[1:]
+    short = next(line.split("\t")[0] for line in listed if "manual.pdf" in line)
+    assert len(short) == 12
+    for ref in (short, short[:5], str(corpus / "manual.pdf")):
+        hits = invoke("search", "--doc", ref, "page", "--json").records()
+        assert hits and set(names(hits)) == {"manual.pdf"}, ref
+    batch = invoke("search", "--doc", short, "--queries", "-", "--json", input="page\n")
+    assert set(names(batch.records())) == {"manual.pdf"}
+    missing = invoke("search", "--doc", "zzzz", "page")
+    assert missing.exit_code == 6 and "No document 'zzzz'" in missing.stderr
+
+
+def test_an_ambiguous_doc_prefix_lists_the_candidates(standin, tmp_path):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(17):  # 17 ids in 16 hex digits: two share a first character
+        (folder / f"n{n}.txt").write_text(f"note number {n}\n")
+    assert invoke("ingest", str(folder)).exit_code == 0
+    ids = [r["document_id"] for r in invoke("docs", "list", "--json").records()]
+    first = next(c for c in "0123456789abcdef" if sum(i.startswith(c) for i in ids) > 1)
+    sharing = sorted(i for i in ids if i.startswith(first))
+    for args in (("search", "--doc", first, "note"), ("docs", "show", first),
+                 ("docs", "rm", first)):  # fmt: skip
+        r = invoke(*args)
+        assert r.exit_code == 6, r.stderr
+        (line,) = r.stderr.splitlines()
+        assert f"document id {first!r} is ambiguous: it starts " in line
+        assert all(i in line for i in sharing[:5])
+    assert len(invoke("docs", "list", "--json").records()) == 17  # nothing removed

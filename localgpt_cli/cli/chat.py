@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageError
 
 EPILOG = """\b
@@ -103,7 +104,7 @@ def _stdin_text(app: App) -> str | None:
               help="Retrieve from the knowledge base (default: when the collection has documents).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
               help="Excerpts to retrieve.")
-@click.option("--threshold", type=float, metavar="COSINE",
+@click.option("--threshold", type=THRESHOLD, metavar="COSINE",
               help="Minimum similarity of a retrieved excerpt [default: 0.3].")
 @click.option("-C", "--collection", metavar="NAME", help="Knowledge-base collection.")
 @click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -166,6 +167,7 @@ def chat(
     chosen = app.settings.model
     if conversation is not None and app.settings.sources["model"] == "default":
         chosen = conversation.model  # continuing keeps the conversation's model
+    chosen = app.catalog.resolve(chosen, app.output.warn)  # qwen3 -> the one qwen3:* installed
     base: dict[str, Any] = {
         "model": chosen,
         "system": system or app.settings.system,
@@ -210,6 +212,8 @@ def open_history(app: App, readonly: bool = False) -> Any:
     path = app.settings.home_dir / "history.db"
     if readonly and not path.exists():
         return None
+    if not readonly:
+        app.settings.writable_dir("home")
     store = HistoryStore.open(path)
     # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
     # no connection open, and the file is recorded as checked (history/integrity.py).

@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, display_path, manifest_file, open_store
+from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
+from localgpt_cli.cli.kb import (
+    collection_options,
+    display_path,
+    manifest_file,
+    open_store,
+    resolve_document,
+)
 from localgpt_cli.render.tables import human_size, print_table
 
 EPILOG = """\b
@@ -97,30 +104,6 @@ def list_cmd(app: App) -> None:
     )
 
 
-def resolve(app: App, coll: Any, ref: str) -> tuple[str, str]:
-    """A document id, id prefix or path (as given or resolved) -> (document id, path)."""
-    from localgpt_cli.errors import AmbiguousId, NotFound
-
-    documents = coll.documents()
-    wanted = {ref, os.path.realpath(os.path.expanduser(ref))}
-    by_path = [d for d in documents if d.path in wanted]
-    if by_path:
-        return by_path[0].document_id, by_path[0].path
-    matches = [d for d in documents if d.document_id.startswith(ref)] if ref else []
-    if len(matches) == 1:
-        return matches[0].document_id, matches[0].path
-    if len(matches) > 1:
-        raise AmbiguousId(
-            f"{ref!r} matches {len(matches)} documents.",
-            candidates=[d.document_id for d in matches[:10]],
-            hint="Give more characters of the id, or the path.",
-        )
-    raise NotFound(
-        f"No document {ref!r} in collection {coll.name!r}.",
-        hint="See: localgpt docs list.",
-    )
-
-
 @docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r .text")
 @click.argument("ref", metavar="ID|PATH")
 @collection_options
@@ -129,7 +112,7 @@ def resolve(app: App, coll: Any, ref: str) -> tuple[str, str]:
 def show_cmd(app: App, ref: str) -> None:
     """The chunks of one document, in order, with page / heading / lines."""
     coll = _collection(app)
-    doc_id, path = resolve(app, coll, ref)
+    doc_id, path = resolve_document(coll, ref)
     chunks = coll.chunks(doc_id)
     if app.output.json:
         for c in chunks:
@@ -163,24 +146,38 @@ def _where(chunk: Any) -> str:
     return "  ".join(parts)
 
 
-@docs.command("rm", epilog="Example:\n\n  localgpt docs rm notes/old.md 3f2a9c")
+@docs.command("rm", epilog="Examples:\n\n\b\n  localgpt docs rm notes/old.md 3f2a9c\n"
+              "  localgpt docs list --json | jq -r 'select(.status==\"failed\").path' "
+              "| xargs localgpt docs rm -y")  # fmt: skip
 @click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
+@yes_option
 @click.option("--wait-lock", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
               help="Wait this long for a running ingest, then exit 75.")  # fmt: skip
 @collection_options
 @json_option
 @pass_app
-def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
+def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None:
     """Remove documents (their chunks and their manifest entries).
 
-    A file that is still under a folder you ingest comes back with the next ingest:
-    exclude it there (--exclude) to keep it out.
+    Asks first on a terminal; without one, refuses (exit 2) unless -y. All or nothing:
+    when any ID is unknown or ambiguous nothing is removed (exit 6). A file that is still
+    under a folder you ingest comes back with the next ingest: exclude it there
+    (--exclude) to keep it out.
     """
     from localgpt_cli.rag.lock import ingest_lock, lock_path
 
     coll = _collection(app)
-    targets = dict(resolve(app, coll, ref) for ref in refs)
+    targets = dict(resolve_document(coll, ref) for ref in refs)
     counts = {d.document_id: d.chunks for d in coll.documents()}
+    noun = "document" if len(targets) == 1 else "documents"
+    refuse_without_terminal(yes, f"remove {len(targets)} {noun}")
+    if not yes:
+        for doc_id, path in targets.items():
+            app.output.stderr.write(f"  {doc_id[:12]}  {display_path(path)} "
+                                    f"({counts.get(doc_id, 0)} chunks)\n")  # fmt: skip
+        if not ask(app, f"Remove {len(targets)} {noun}?"):
+            return
+    app.settings.writable_dir("home")  # the lock and the manifest live there
     with ingest_lock(lock_path(app.settings.home_dir), wait_lock):
         manifest = _manifest(app)
         for doc_id in targets:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, embed_model_option
+from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
 
 EPILOG = """\b
 Examples:
@@ -18,8 +18,9 @@ Examples:
 
 \b
 Queries: one per line, JSON {"id": "...", "text": "..."} or plain text (id = line number).
-Qrels: TSV lines 'query-id<TAB>doc<TAB>grade' (a header line is allowed; TREC's
-'query-id 0 doc grade' works too). A grade > 0 is relevant and is the gain in nDCG.
+Qrels: TSV lines 'query-id<TAB>doc<TAB>grade' (a first line naming the columns, such as
+'query-id corpus-id score', is skipped; TREC's 'query-id 0 doc grade' works too).
+A grade > 0 is relevant and is the gain in nDCG.
 doc names a document by its path relative to the folder you ingested (notes/vpn.md) or by
 its file name without extension (vpn).
 
@@ -58,8 +59,13 @@ def _modes(value: str) -> list[str]:
                    "alone when the collection has no embeddings].")  # fmt: skip
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
               help="Cut-off for nDCG, recall and MRR.")  # fmt: skip
-@click.option("--threshold", type=float, default=None, metavar="COSINE",
-              help="Minimum similarity on the vector side [default: as search].")  # fmt: skip
+@click.option(
+    "--threshold",
+    type=THRESHOLD,
+    default=None,
+    metavar="COSINE",
+    help="Minimum cosine similarity (0-1) of vector hits [default: as search].",
+)
 @collection_options
 @embed_model_option
 @json_option

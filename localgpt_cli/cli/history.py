@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
@@ -78,31 +79,6 @@ def _resolve(store: HistoryStore | None, reference: str) -> Conversation:
         raise AmbiguousId(
             " ".join(exc.message.split()), candidates=exc.candidates, hint=exc.hint
         ) from None
-
-
-def _stdin_is_tty() -> bool:
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _refuse_without_terminal(yes: bool, what: str) -> None:
-    """Without -y and without a terminal on stdin nobody can confirm: a usage error (exit 2)
-    rather than a silent yes or a prompt that waits forever."""
-    if not yes and not _stdin_is_tty():
-        raise UsageError(
-            f"refusing to {what} without confirmation: stdin is not a terminal.",
-            hint="Pass -y to do it without asking.",
-        )
-
-
-def _ask(app: App, question: str) -> bool:
-    """A yes/no question on the terminal (default no); saying no is not an error."""
-    if click.confirm(question, default=False, err=True):
-        return True
-    app.output.stderr.write("Nothing deleted.\n")
-    return False
 
 
 def _title(title: str | None) -> str:
@@ -452,7 +428,7 @@ def _removed_record(c: ConversationSummary) -> dict[str, Any]:
     " | xargs localgpt history rm -y",
 )
 @click.argument("conversations", metavar="ID...", nargs=-1, required=True)
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when stdin is no terminal).")
+@yes_option
 @json_option
 @pass_app
 def rm_cmd(app: App, conversations: tuple[str, ...], yes: bool) -> None:
@@ -465,11 +441,11 @@ def rm_cmd(app: App, conversations: tuple[str, ...], yes: bool) -> None:
     found = list({c.id: c for c in (_resolve(store, ref) for ref in conversations)}.values())
     assert store is not None
     noun = "conversation" if len(found) == 1 else "conversations"
-    _refuse_without_terminal(yes, f"delete {len(found)} {noun}")
+    refuse_without_terminal(yes, f"delete {len(found)} {noun}")
     if not yes:
         for c in found:
             app.output.stderr.write(f"  {c.id}  {_title(c.title)} ({c.messages} messages)\n")
-        if not _ask(app, f"Delete {len(found)} {noun}?"):
+        if not ask(app, f"Delete {len(found)} {noun}?"):
             return
     store.delete([c.id for c in found])
     for c in found:
@@ -566,7 +542,7 @@ class Duration(click.ParamType):
 )
 @click.option("--older-than", "age", type=Duration(), required=True, metavar="AGE",
               help="Delete conversations not updated for AGE: 90m, 12h, 30d, 2w.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed when stdin is no terminal).")
+@yes_option
 @json_option
 @pass_app
 def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
@@ -579,7 +555,7 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
     from localgpt_cli.history.store import iso
 
     words = _spell(age)
-    _refuse_without_terminal(yes, f"prune conversations older than {words}")
+    refuse_without_terminal(yes, f"prune conversations older than {words}")
     store = _open(app)
     cutoff = iso(datetime.now(timezone.utc) - age)
     removed = 0
@@ -589,7 +565,7 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
             1 for c in store.list_conversations(limit=sys.maxsize) if c.updated_at < cutoff
         )
         noun = "conversation" if old == 1 else "conversations"
-        if yes or (old and _ask(app, f"Delete {old} {noun} not updated for {words}?")):
+        if yes or (old and ask(app, f"Delete {old} {noun} not updated for {words}?")):
             removed = store.prune(age)
         elif old:
             return

@@ -9,6 +9,7 @@ import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import (
+    chosen_embed_model,
     collection_options,
     display_path,
     embed_model_option,
@@ -167,9 +168,9 @@ def ingest(
     )
     run = Ingest(
         options,
-        store=open_store(app),
+        store=open_store(app, write=not dry_run),
         collection=settings.collection,
-        model=settings.embed_model,
+        model=chosen_embed_model(app),
         model_explicit=model_explicit(app),
         # Embedding a batch can take a while on a CPU; 120 s unless --timeout says otherwise.
         client=OllamaClient(settings.host, timeout=settings.timeout or 120.0),

@@ -45,6 +45,20 @@ def collection_options(f: F) -> F:
     )(f)
 
 
+class _Cosine(click.FloatRange):
+    """--threshold is a cosine similarity: a value outside 0-1 (or nan, which every
+    comparison lets through) drops every vector hit or none, never what was meant."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # nan
+            self.fail(f"{value!r} is not in the range 0.0<=x<=1.0.", param, ctx)
+        return number
+
+
+THRESHOLD = _Cosine(0.0, 1.0)
+
+
 def embed_model_option(f: F) -> F:
     return click.option(
         "-m",
@@ -56,16 +70,71 @@ def embed_model_option(f: F) -> F:
     )(f)
 
 
-def open_store(app: App) -> Any:
+def open_store(app: App, write: bool = False) -> Any:
+    """The knowledge base; with `write`, its folders (home for the lock and manifests, a
+    local database folder) are created first, or refused in one line naming the setting.
+    Without it nothing is created: reading a store that does not exist finds nothing."""
     from localgpt_cli.rag.store import open_store as open_
 
-    return open_(app.settings.db_uri)
+    settings = app.settings
+    if write:
+        settings.writable_dir("home")
+        if "://" not in settings.db_uri:  # made by the first write, under the lock
+            settings.writable_dir("db", keep=False)
+    return open_(settings.db_uri)
+
+
+# How many candidates an ambiguous document id lists.
+CANDIDATES_SHOWN = 5
+
+
+def resolve_document(coll: Any, ref: str) -> tuple[str, str]:
+    """A document id, any unique prefix of it (the 12 characters `docs list` prints) or a
+    path (as stored, or as given from here) -> (document id, path).
+
+    Every command that names a document goes through this, so an id copied from one
+    command's output works in every other. An ambiguous prefix lists its candidates.
+    """
+    import os
+
+    from localgpt_cli.errors import AmbiguousId, NotFound
+
+    documents = coll.documents()
+    wanted = {ref, os.path.realpath(os.path.expanduser(ref))}
+    by_path = [d for d in documents if d.path in wanted]
+    if by_path:
+        return by_path[0].document_id, by_path[0].path
+    prefix = ref.strip().lower()
+    matches = [d for d in documents if d.document_id.startswith(prefix)] if prefix else []
+    if len(matches) == 1:
+        return matches[0].document_id, matches[0].path
+    if len(matches) > 1:
+        shown = sorted(matches, key=lambda d: d.document_id)[:CANDIDATES_SHOWN]
+        listed = "; ".join(f"{d.document_id} ({display_path(d.path)})" for d in shown)
+        more = f", and {len(matches) - len(shown)} more" if len(matches) > len(shown) else ""
+        raise AmbiguousId(
+            f"document id {ref!r} is ambiguous: it starts {listed}{more}.",
+            candidates=[d.document_id for d in shown],
+            hint="Give more characters of the id, or the path.",
+        )
+    raise NotFound(
+        f"No document {ref!r} in collection {coll.name!r}.",
+        hint="See: localgpt docs list.",
+    )
 
 
 def model_explicit(app: App) -> bool:
     """Whether the embedding model was chosen (flag, env or config) rather than defaulted:
     a defaulted model defers to the one the collection was built with."""
     return app.settings.sources.get("embed_model") != "default"
+
+
+def chosen_embed_model(app: App) -> str:
+    """The embedding model named by flag, env or config, resolved as `chat -m` is (a bare
+    name not installed as `:latest` means the one installed tag of that name, with a
+    warning). A defaulted model is left as it is: it defers to the collection's own."""
+    name = str(app.settings.embed_model)
+    return app.catalog.resolve(name, app.output.warn) if model_explicit(app) else name
 
 
 def manifest_file(app: App) -> Path:
@@ -76,16 +145,20 @@ def manifest_file(app: App) -> Path:
 
 def display_path(path: str) -> str:
     """A stored (absolute) path as a person wants to read it: relative to the current
-    folder when inside it, `~/...` when inside the home folder."""
+    folder when inside it, `~/...` when inside the home folder; C-quoted as git does
+    when the name holds a tab, a newline or another unsafe character (text output only,
+    NDJSON keeps the path as stored)."""
     import os
+
+    from localgpt_cli.render.tables import quote_path
 
     try:
         cwd = os.getcwd()
     except OSError:
         cwd = ""
     if cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
-        return path[len(cwd.rstrip(os.sep)) + 1 :]
+        return quote_path(path[len(cwd.rstrip(os.sep)) + 1 :])
     home = os.path.expanduser("~")
     if home not in ("", "/") and path.startswith(home + os.sep):
-        return "~" + path[len(home) :]
-    return path
+        return quote_path("~" + path[len(home) :])
+    return quote_path(path)

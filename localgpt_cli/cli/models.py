@@ -64,7 +64,7 @@ def list_cmd(app: App, refresh: bool) -> None:
 @pass_app
 def show_cmd(app: App, name: str) -> None:
     """Capabilities, context length, parameters and template of one model."""
-    info = app.catalog.show(name, refresh=True)
+    info = app.catalog.show_resolved(name, app.output.warn, refresh=True)
     record = info.to_record()
     if app.output.json:
         app.output.record(record)

@@ -75,6 +75,10 @@ def query_many(
     from localgpt_cli.rag.retrieve import search_many
 
     target = open_target(app, collection)
+    if document_id:  # as `docs list` prints it (12 characters), or any unique prefix
+        from localgpt_cli.cli.kb import resolve_document
+
+        document_id = resolve_document(target.collection, document_id)[0]
     limit = resolve_threshold(target, threshold)
     embed = mode != "keyword" and target.collection.has_vectors()
     vectors: list[Any] = []
@@ -119,12 +123,13 @@ class QueryTarget:
 def open_target(app: App, collection: str | None = None) -> QueryTarget:
     """Open the collection to query, refusing an explicitly chosen model it was not built
     with (its vectors would not be comparable)."""
-    from localgpt_cli.cli.kb import model_explicit, open_store
+    from localgpt_cli.cli.kb import chosen_embed_model, model_explicit, open_store
 
     coll = open_store(app).collection(collection or app.settings.collection)
+    model = chosen_embed_model(app)
     if model_explicit(app):
-        coll.check_model(app.settings.embed_model)
-    return QueryTarget(app, coll, coll.model or app.settings.embed_model)
+        coll.check_model(model)
+    return QueryTarget(app, coll, coll.model or model)
 
 
 def resolve_threshold(target: QueryTarget, threshold: float | None) -> float:

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, display_path, embed_model_option
+from localgpt_cli.cli.kb import THRESHOLD, collection_options, display_path, embed_model_option
+from localgpt_cli.rag.filetypes import DOCUMENT_TYPES
 
 EPILOG = """\b
 Examples:
@@ -23,8 +24,10 @@ Examples:
 \b
 hybrid (default) fuses vector and full-text results by reciprocal rank; it falls back to
 keyword search, with a warning, when Ollama is down or the collection has no embeddings.
---threshold is a cosine similarity, applied to passages found only by their vector; its
-default depends on the embedding model.
+--threshold is a cosine similarity (0 to 1) on the vector side: in vector mode every hit
+must reach it; in hybrid mode a passage found only by its vector must, while one the
+keyword side also found is kept; keyword mode (BM25 scores) does not use it. Its default
+depends on the embedding model.
 
 \b
 --queries FILE reads one query per line: plain text (its id is the line number) or
@@ -39,12 +42,17 @@ does not parse stops the run (exit 6) before anything is searched.
               help="Run every query of FILE (- for stdin), one per line.")  # fmt: skip
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,
               help="Number of passages.")  # fmt: skip
-@click.option("--threshold", type=float, default=None, metavar="COSINE",
-              help="Minimum similarity on the vector side [default: per model].")  # fmt: skip
+@click.option(
+    "--threshold",
+    type=THRESHOLD,
+    default=None,
+    metavar="COSINE",
+    help="Minimum cosine similarity (0-1) of vector hits [default: per model].",
+)
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid",
               show_default=True, help="How to match.")  # fmt: skip
-@click.option("--type", "doc_type", metavar="TYPE",
-              help="Only this document type (pdf, markdown, code, text, html, docx).")  # fmt: skip
+@click.option("--type", "doc_type", type=click.Choice(DOCUMENT_TYPES, case_sensitive=False),
+              help="Only this document type.")  # fmt: skip
 @click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches.")
 @click.option("--doc", "document_id", metavar="ID", help="Only this document.")
 @collection_options
@@ -64,9 +72,15 @@ def search(
 ) -> None:
     """Search a collection for QUERY (hybrid, vector or keyword)."""
     from localgpt_cli.cli.retrieval import query_collection
+    from localgpt_cli.errors import UsageError
 
     if (query is None) == (queries_file is None):
         raise click.UsageError("Give either a QUERY or --queries FILE (not both).")
+    if query is not None and not query.strip():
+        raise UsageError(
+            "Nothing to search for: the query is empty.",
+            hint='Give the words to look for, e.g. localgpt search "vpn setup".',
+        )
     filters = {"doc_type": doc_type, "path_glob": path_glob, "document_id": document_id}
     if queries_file is not None:
         _batch(app, queries_file, k=k, mode=mode, threshold=threshold, filters=filters)

@@ -11,11 +11,12 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from localgpt_cli.errors import ModelNotFound
+from localgpt_cli.errors import LocalGPTError, ModelNotFound
 from localgpt_cli.llm.client import ModelInfo, ModelSummary, OllamaClient
 
 TTL_SECONDS = 300.0
@@ -80,6 +81,47 @@ class ModelCatalog:
         data.setdefault("show", {})[key] = {"at": time.time(), "info": asdict(info)}
         self._save(data)
         return info
+
+    def show_resolved(
+        self, name: str, warn: Callable[[str, str], None], refresh: bool = False
+    ) -> ModelInfo:
+        """`show`, but a bare name that is not installed as `name:latest` falls back to the
+        one installed tag of that name (`qwen3` -> `qwen3:8b`), said through `warn(code,
+        message)`.
+
+        Ollama maps a bare name to `:latest` and stops there, so someone who pulled
+        `qwen3:8b` and types `qwen3` gets "not found" for a model they have. Only a single
+        candidate is taken: with two tags installed, which one was meant is not ours to
+        guess, and the error lists them.
+        """
+        try:
+            return self.show(name, refresh=refresh)
+        except ModelNotFound:
+            tag = self._only_tag(name)
+            if tag is None:
+                raise
+        warn("model_resolved", f"{name!r} is not installed as {canonical(name)}; using {tag}, "
+             f"the only {name} installed.")  # fmt: skip
+        return self.show(tag, refresh=refresh)
+
+    def resolve(self, name: str, warn: Callable[[str, str], None]) -> str:
+        """The installed model `name` means (see `show_resolved`); `name` itself when it is
+        installed, when nothing better is found, or when Ollama cannot be asked (the
+        command's own request then reports that)."""
+        try:
+            return self.show_resolved(name, warn).name
+        except LocalGPTError:
+            return name
+
+    def _only_tag(self, name: str) -> str | None:
+        if ":" in name.rsplit("/", 1)[-1]:
+            return None  # a tag was given: that one is meant
+        try:
+            installed, _cached = self.list(refresh=True)
+        except LocalGPTError:
+            return None
+        tags = [m.name for m in installed if m.name.startswith(f"{name}:")]
+        return tags[0] if len(tags) == 1 else None
 
     def not_found(self, name: str) -> ModelNotFound:
         """The error for a missing model, naming the installed ones (best effort)."""

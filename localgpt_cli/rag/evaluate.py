@@ -22,6 +22,16 @@ from dataclasses import dataclass
 from localgpt_cli.errors import InvalidInput
 
 Judgements = dict[str, dict[str, int]]  # query id -> {document name: grade}
+# What a header's columns may be called (compared lower-case, without `-`, `_` and spaces):
+# BEIR's `query-id corpus-id score`, `query_id doc_id relevance`, TREC-like `qid docno rel`.
+# A first line is a header only when every column has one of these names: a judgement
+# with a typo in its grade must be an error, not a header silently dropped.
+_HEADER_NAMES = (
+    {"queryid", "qid", "query", "topic", "topicid", "question", "questionid"},
+    {"corpusid", "docid", "doc", "document", "documentid", "docno", "path", "file", "name"},
+    {"score", "grade", "relevance", "rel", "label", "judgement", "judgment", "gain"},
+)
+_ITERATION_NAMES = {"iteration", "iter", "q0", "0"}
 
 
 @dataclass(frozen=True)
@@ -32,8 +42,18 @@ class Qrels:
     lines: dict[tuple[str, str], int]
 
 
+def _is_header(fields: list[str]) -> bool:
+    """Whether a first line names the columns (see `_HEADER_NAMES`), in 3 or 4 columns."""
+    names = [f.strip().lower().replace("-", "").replace("_", "").replace(" ", "") for f in fields]
+    if len(names) == 4 and names[1] in _ITERATION_NAMES:
+        names = [names[0], names[2], names[3]]
+    if len(names) != 3:
+        return False
+    return all(n in known for n, known in zip(names, _HEADER_NAMES, strict=True))
+
+
 def parse_qrels(text: str, source: str) -> Qrels:
-    """TSV `query-id <tab> doc <tab> grade` (a header line is allowed first).
+    """TSV `query-id <tab> doc <tab> grade` (a header line naming the columns is allowed first).
 
     TREC's four-column form `query-id iteration doc grade` (spaces or tabs) is read too,
     since most published qrels use it. A line that fits neither is InvalidInput naming it.
@@ -46,6 +66,8 @@ def parse_qrels(text: str, source: str) -> Qrels:
         fields = raw.rstrip("\r\n").split("\t")
         if len(fields) not in (3, 4):
             fields = raw.split()
+        if not grades and _is_header(fields):
+            continue
         if len(fields) == 4:
             fields = [fields[0], fields[2], fields[3]]
         if len(fields) != 3 or not all(f.strip() for f in fields):
@@ -57,10 +79,10 @@ def parse_qrels(text: str, source: str) -> Qrels:
         try:
             grade = int(grade_text)
         except ValueError:
-            if not grades and not lines:  # the header, before any judgement
-                continue
             raise InvalidInput(
-                f"{source}:{number}: the grade {grade_text!r} is not an integer."
+                f"{source}:{number}: the grade {grade_text!r} is not an integer.",
+                hint=None if grades else "A header line names its columns: "
+                "query-id<TAB>doc<TAB>score (or corpus-id, grade, relevance ...).",
             ) from None
         if (qid, doc) in lines:
             raise InvalidInput(

@@ -10,6 +10,9 @@ from pathlib import Path
 
 SNIFF_BYTES = 8192
 
+# Every type `detect_type` can give a document: what `search --type` accepts.
+DOCUMENT_TYPES = ("pdf", "markdown", "code", "text", "html", "docx")
+
 # Byte-order marks of encodings whose text legitimately contains NUL bytes.
 WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 

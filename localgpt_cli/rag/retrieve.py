@@ -272,16 +272,17 @@ class _Searcher:
         warnings: list[str] = []
         mode = self.options.mode
         if mode != "keyword":
-            if vector is None:
+            # The collection first: a query is not embedded for a collection without
+            # vectors, and blaming Ollama then would send the user after a healthy server.
+            # Why an embedding failed is the caller's to say (it saw the error).
+            if not self.has_vectors:
                 warnings.append(
-                    "No query embedding (Ollama unreachable?): falling back to keyword search."
+                    f"Collection {self.collection.name!r} has no embeddings yet (the next "
+                    "ingest with Ollama up makes them): falling back to keyword search."
                 )
                 mode = "keyword"
-            elif not self.has_vectors:
-                warnings.append(
-                    f"Collection {self.collection.name!r} has no embeddings yet: "
-                    "falling back to keyword search."
-                )
+            elif vector is None:
+                warnings.append("No query embedding: falling back to keyword search.")
                 mode = "keyword"
         if mode != "vector" and not has_words(text):
             if mode == "keyword":

@@ -255,9 +255,7 @@ class Store:
         if self._db is None:
             import lancedb
 
-            if "://" not in self.uri:
-                Path(self.uri).mkdir(parents=True, exist_ok=True)
-            try:
+            try:  # lancedb.connect creates a local folder that does not exist yet
                 self._db = lancedb.connect(self.uri)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise InvalidInput(
@@ -267,6 +265,8 @@ class Store:
         return self._db
 
     def names(self) -> list[str]:
+        if "://" not in self.uri and not Path(self.uri).is_dir():
+            return []  # nothing stored yet: connecting would create the folder
         return sorted(self.db.list_tables().tables)
 
     def exists(self, name: str) -> bool:

@@ -26,7 +26,9 @@ def tool_line(name: str, arguments: dict[str, Any], result: str | None = None) -
 
 def source_line(result: dict[str, Any]) -> str:
     """`[1] notes/vpn.md:2 (chunk 3, score 0.812)`: one source in the list after an answer."""
-    where = result["path"]
+    from localgpt_cli.render.tables import quote_path
+
+    where = quote_path(result["path"])
     if result.get("page") is not None:
         where += f":{result['page']}"
     return f"[{result['rank']}] {where} (chunk {result['chunk']}, score {result['score']:.3f})"

@@ -6,10 +6,41 @@ when someone forgets --json.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from localgpt_cli.render.output import Output
+
+# What makes a path unsafe to print bare, as git decides it with core.quotePath=false:
+# control characters (a tab or newline would split a TSV record), the quote and the
+# backslash themselves, plus C1 controls and the bytes of a name that is not UTF-8 (kept
+# by Python as lone surrogates, U+DC80-U+DCFF).
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f-\x9f"\\\udc80-\udcff]')
+_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+            "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}  # fmt: skip
+
+
+def quote_path(path: str) -> str:
+    """A path as text output prints it: bare when safe, else C-quoted as git does
+    (`"dir/a\\tb.txt"`: in double quotes, backslash escapes, octal for other bytes).
+
+    Plain output is one record per line with tab-separated fields, so a name holding a
+    tab or a newline must not print them raw; quoting (rather than replacing) keeps the
+    name recoverable. NDJSON carries the path unchanged.
+    """
+    if not _UNSAFE.search(path):
+        return path
+    return '"' + _UNSAFE.sub(_escape, path) + '"'
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    code = ord(ch)
+    raw = bytes([code - 0xDC00]) if code >= 0xDC80 else ch.encode()
+    return "".join(f"\\{byte:03o}" for byte in raw)
 
 
 def human_size(n: int | None) -> str:
