@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.cli import ROOT, invoke
 from tests.kb import (
@@ -629,3 +631,137 @@ def test_a_collection_from_before_titles_is_reembedded_once(standin, tmp_path):
     assert all(has_vec for *_, has_vec in snapshot(home()))
     again = summary_of(invoke("ingest", str(notes), "--json"))
     assert again["unchanged"] == 1 and again["embed_requests"] == 0  # once, not every run
+
+
+# --- Pruning touches only what this run named (issue 13, case 1) ------------------------------
+
+
+def _five_notes(tmp_path: Path) -> Path:
+    notes = tmp_path / "five"
+    notes.mkdir()
+    for i in range(1, 6):
+        (notes / f"n{i}.txt").write_text(f"Note {i}\n\n{paragraph(i)}\n")
+    return notes
+
+
+def stored_paths() -> set[str]:
+    return {row[2] for row in snapshot(home())}
+
+
+def test_force_with_another_model_on_one_file_keeps_the_rest_of_the_collection(
+    standin, tmp_path
+):
+    notes = _five_notes(tmp_path)
+    assert invoke("ingest", str(notes)).exit_code == 0
+    before = stored_paths()
+    r = invoke("ingest", "--force", "-m", "all-minilm", str(notes / "n1.txt"))
+    assert r.exit_code == 6 and r.stdout == ""
+    (line,) = r.stderr.splitlines()[:1]
+    assert "4" in line and "all-minilm" in line and "not among the paths given" in line
+    assert "Traceback" not in r.stderr
+    assert stored_paths() == before  # nothing was removed
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"
+
+
+def test_reindex_reports_every_removed_document(standin, tmp_path):
+    notes = _five_notes(tmp_path)
+    assert invoke("ingest", str(notes)).exit_code == 0
+    (notes / "n5.txt").unlink()  # gone: a re-index cannot embed it again
+    r = invoke("ingest", "--force", "-m", "all-minilm", str(notes), "--json")
+    assert r.exit_code == 0, r.stderr
+    removed = [d for d in records_of(r) if d["status"] == "removed"]
+    assert [d["path"] for d in removed] == [str(notes / "n5.txt")]
+    assert summary_of(r)["removed"] == 1 and summary_of(r)["added"] == 4
+    assert stored_paths() == {str(notes / f"n{i}.txt") for i in range(1, 5)}
+
+
+def test_prune_of_a_subfolder_or_a_file_leaves_documents_outside_it(standin, tmp_path):
+    root = tmp_path / "tree"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    for rel in ("a/x.txt", "b/y.txt", "b/z.txt", "top.txt"):
+        (root / rel).write_text(f"{rel}\n\n{paragraph(len(rel))}\n")
+    assert invoke("ingest", str(root)).exit_code == 0
+    (root / "b" / "y.txt").unlink()
+    (root / "top.txt").unlink()
+    for args in (["--prune", str(root / "a")], ["--prune", "--force", str(root / "b" / "z.txt")]):
+        r = invoke("ingest", *args, "--json")
+        assert r.exit_code == 0, r.stderr
+        assert summary_of(r)["removed"] == 0 and not any(
+            d["status"] == "removed" for d in records_of(r)
+        )
+    assert str(root / "b" / "y.txt") in stored_paths()
+    r = invoke("ingest", "--prune", str(root / "b"), "--json")
+    assert [d["path"] for d in records_of(r) if d["status"] == "removed"] == [
+        str(root / "b" / "y.txt")
+    ]
+    assert summary_of(r)["removed"] == 1
+    assert stored_paths() == {str(root / "a" / "x.txt"), str(root / "b" / "z.txt"),
+                              str(root / "top.txt")}  # fmt: skip
+
+
+TREE = ("a/x1.txt", "a/x2.md", "a/deep/x3.txt", "b/y1.txt", "top.txt")
+SUBPATHS = ("", "a", "a/deep", "b", "a/x1.txt", "b/y1.txt", "top.txt")
+_step = st.one_of(
+    st.tuples(
+        st.just("ingest"),
+        st.sampled_from(SUBPATHS),
+        st.booleans(),  # --force
+        st.booleans(),  # --prune
+        st.sampled_from([None, "nomic-embed-text", "all-minilm"]),
+    ),
+    st.tuples(st.just("delete"), st.sampled_from(TREE)),
+    st.tuples(st.just("restore"), st.sampled_from(TREE)),
+)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(_step, min_size=2, max_size=6))
+def test_no_sequence_of_ingests_removes_a_document_whose_file_exists(
+    standin, tmp_path_factory, monkeypatch, steps
+):
+    """Ingests of sub-paths, with and without --force, --prune and another model, with
+    files deleted and restored in between: a document leaves the collection only when its
+    file is gone (or it moved), and every removal is reported and counted."""
+    base = tmp_path_factory.mktemp("prop")
+    monkeypatch.setenv("LOCALGPT_HOME", str(base / "home"))
+    root = base / "tree"
+
+    def restore(rel: str) -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n\n{paragraph(TREE.index(rel))}\n")
+
+    for rel in TREE:
+        restore(rel)
+    assert invoke("ingest", str(root)).exit_code == 0
+    for step in steps:
+        if step[0] == "delete":
+            (root / step[1]).unlink(missing_ok=True)
+            continue
+        if step[0] == "restore":
+            restore(step[1])
+            continue
+        _, sub, force, prune, model = step
+        target = root / sub if sub else root
+        if not target.exists():
+            continue
+        before = stored_paths()
+        args = [str(target), "--json"] + ["--force"] * force + ["--prune"] * prune
+        r = invoke("ingest", *args, *(["-m", model] if model else []))
+        assert r.exit_code in (0, 6), (step, r.stderr)
+        after = stored_paths()
+        docs = records_of(r)
+        removed = {d["path"] for d in docs if d["status"] == "removed"}
+        moved_from = {d["from"] for d in docs if d["status"] == "moved"}
+        for path in before - after:
+            assert not os.path.exists(path), (step, path)
+            assert path in removed | moved_from, (step, path)
+        if r.exit_code == 0:
+            assert summary_of(r)["removed"] == len(removed)
+        else:
+            assert after == before

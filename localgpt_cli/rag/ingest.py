@@ -31,12 +31,12 @@ from localgpt_cli.errors import InvalidInput, LocalGPTError
 from localgpt_cli.rag import manifest as mf
 from localgpt_cli.rag.chunk import DEFAULT_MAX_CHUNKS, resolve_limits
 from localgpt_cli.rag.titles import embed_body
-from localgpt_cli.rag.walk import FoundFile, walk
+from localgpt_cli.rag.walk import FoundFile, under, walk
 
 if TYPE_CHECKING:
     from localgpt_cli.llm.client import OllamaClient
     from localgpt_cli.rag.embedding import EmbedQueue
-    from localgpt_cli.rag.store import Collection, Store
+    from localgpt_cli.rag.store import Collection, DocumentSummary, Store
     from localgpt_cli.rag.types import Chunk
 
 DEFAULT_MAX_FILE_SIZE = 20_000_000
@@ -208,6 +208,7 @@ class Ingest:
         self._pending_at_start = 0
         self._pending_drained = False
         self._pending_written = 0  # rows this run stored without a vector
+        self.roots: list[str] = []  # what this run named: the only place it may prune
 
     # -- the run ------------------------------------------------------------------------
 
@@ -228,8 +229,9 @@ class Ingest:
         from localgpt_cli.llm.client import EmbedStats
         from localgpt_cli.rag.embedding import EmbedQueue
 
-        files = walk(self.opts.paths, self.opts.include, self.opts.exclude)
-        yield from self._open_collection()
+        walked = walk(self.opts.paths, self.opts.include, self.opts.exclude)
+        self.roots, files = walked.roots, walked.files
+        yield from self._open_collection(files)
         self.manifest = mf.Manifest.load(self.manifest_path, self.store.uri, self.name)
         self.stats = EmbedStats()
         self.queue = EmbedQueue(
@@ -269,7 +271,7 @@ class Ingest:
 
     # -- collection and model -------------------------------------------------------------
 
-    def _open_collection(self) -> Iterator[Event]:
+    def _open_collection(self, files: list[FoundFile]) -> Iterator[Event]:
         exists = self._collection_exists()
         if self.opts.dry_run:
             self.coll = self.store.collection(self.name) if exists else None
@@ -279,6 +281,7 @@ class Ingest:
         if exists:
             self.coll = self.store.collection(self.name)
             if self._adopt_or_check_model():
+                vanished = self._reindex_losses(files)
                 yield {
                     "type": "warning",
                     "code": "reindex",
@@ -291,10 +294,34 @@ class Ingest:
                 self.manifest_path.unlink(missing_ok=True)
                 self.store.drop_collection(self.name)
                 self.coll = None
+                for doc in vanished:
+                    yield self._count({
+                        "type": "document", "status": "removed", "path": doc.path,
+                        "document_id": doc.document_id, "chunks": doc.chunks,
+                    })  # fmt: skip
         if self.coll is None:
             self.coll = self.store.collection(self.name, create=True)
         # The model is recorded with the first rows (see _commit), not here: a run that
         # fails before storing anything (a model that is not pulled) must not pin it.
+
+    def _reindex_losses(self, files: list[FoundFile]) -> list[DocumentSummary]:
+        """The documents a re-index drops for good: those whose file is gone. Refuses
+        (nothing changed) when it would also drop documents whose files exist but were
+        not named in this run: `--force` re-embeds what was named, nothing else."""
+        assert self.coll is not None
+        named = {f.path for f in files}
+        stored = [d for d in self.coll.documents() if d.path not in named]
+        kept = [d for d in stored if os.path.exists(d.path)]
+        if kept:
+            raise InvalidInput(
+                f"Re-indexing collection {self.name!r} with {self.model} replaces all of its "
+                f"documents, and {len(kept)} of them are not among the paths given "
+                f"(e.g. {kept[0].path}).",
+                hint="Nothing was changed. Name every file or folder the collection holds "
+                f"(localgpt docs list -C {self.name} shows them), or use another collection "
+                f"for {self.model} with -C NAME.",
+            )
+        return stored
 
     def _collection_exists(self) -> bool:
         uri = self.store.uri
@@ -421,8 +448,14 @@ class Ingest:
                 self.summary.unchanged += 1
                 continue
             maybe.append((f, entry))
-        gone = [e for p, e in manifest.entries.items() if p not in seen and not os.path.exists(p)]
-        gone_by_sha = {e.sha256: e for e in gone if e.status == mf.OK}
+        # A vanished file anywhere may have moved here; only those under the paths named
+        # may be pruned (an unmounted drive elsewhere is not a folder whose files were
+        # deleted).
+        vanished = [
+            e for p, e in manifest.entries.items() if p not in seen and not os.path.exists(p)
+        ]
+        gone = [e for e in vanished if under(e.path, self.roots)]
+        gone_by_sha = {e.sha256: e for e in vanished if e.status == mf.OK}
         work: list[_Work] = []
         moves: list[tuple[_Work, mf.Entry]] = []
         for f, entry in maybe:
@@ -455,7 +488,8 @@ class Ingest:
             old = gone_by_sha.get(sha) if entry is None and not self.opts.force else None
             if old is not None and old.options == options:
                 del gone_by_sha[sha]
-                gone.remove(old)
+                if old in gone:
+                    gone.remove(old)
                 moves.append((_Work(f, sha, None), old))
                 continue
             work.append(_Work(f, sha, entry))
@@ -517,8 +551,8 @@ class Ingest:
         }
 
     def _prune(self, gone: list[mf.Entry]) -> Iterator[Event]:
-        """Remove documents whose files no longer exist: those the manifest knows, and those
-        a killed run stored without recording them."""
+        """Remove documents under the paths named whose files no longer exist: those the
+        manifest knows, and those a killed run stored without recording them."""
         doomed = {e.document_id: (e.path, e.chunks) for e in gone if e.document_id}
         known = self.manifest.ids()
         # One column scan tells whether the table holds documents the manifest does not
@@ -526,7 +560,11 @@ class Ingest:
         # their paths read.
         if self.coll is not None and not self.coll.document_ids() <= known.keys():
             for doc in self.coll.documents():
-                if doc.document_id not in known and not os.path.exists(doc.path):
+                if (
+                    doc.document_id not in known
+                    and under(doc.path, self.roots)
+                    and not os.path.exists(doc.path)
+                ):
                     doomed[doc.document_id] = (doc.path, doc.chunks)
         if not self.opts.dry_run:
             for e in gone:
