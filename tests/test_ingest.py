@@ -3,6 +3,7 @@ exit codes, incrementality, the lock, Ollama down, failures, and crash consisten
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.cli import ROOT, invoke
+from tests.cli import ROOT, invoke, run
 from tests.kb import (
     embed_bodies,
     home,
@@ -765,3 +766,37 @@ def test_no_sequence_of_ingests_removes_a_document_whose_file_exists(
             assert summary_of(r)["removed"] == len(removed)
         else:
             assert after == before
+
+
+# --- Non-regular files and bounded reads (issue 13, case 2) -----------------------------------
+
+
+def test_fifos_and_devices_are_skipped_with_a_warning_never_opened(standin, corpus):
+    os.mkfifo(corpus / "pipe.txt")
+    os.mkfifo(corpus / "p")
+    named_fifo = corpus.parent / "named.md"
+    os.mkfifo(named_fifo)
+    # A real process with a time limit: if the FIFO were opened, the run would block forever
+    # (and hold the ingest lock); the timeout turns that into a failure, not a hung suite.
+    r = run("ingest", str(corpus), str(named_fifo), "/dev/zero", "--json", timeout=90)
+    assert r.exit_code == 0, r.stderr
+    assert {Path(d["path"]).name for d in records_of(r)} == {
+        "vpn.md", "retry.py", "todo.txt", "manual.pdf"
+    }
+    assert summary_of(r)["added"] == 4 and summary_of(r)["skipped"] == 4
+    warnings = [json.loads(line) for line in r.stderr.splitlines()]
+    skipped = sorted(w["message"] for w in warnings if w["code"] == "not_regular_file")
+    assert skipped == sorted(
+        f"{p}: skipped: not a regular file"
+        for p in (corpus / "pipe.txt", corpus / "p", named_fifo, "/dev/zero")
+    )
+
+
+def test_reads_are_bounded_by_the_size_limit_whatever_stat_says(standin):
+    """/proc files report size 0 and yield more: what a file growing while read does."""
+    r = invoke("ingest", "/proc/self/status", "--max-file-size", "100", "--json")
+    assert r.exit_code == 5, r.stderr
+    (failed,) = records_of(r)
+    assert failed["status"] == "failed" and failed["code"] == "too_large"
+    assert "--max-file-size" in failed["message"]
+    assert summary_of(r)["added"] == 0

@@ -152,11 +152,16 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def file_sha256(path: str) -> str:
+def file_sha256(path: str, limit: int) -> str:
+    """The sha256 of the file's first `limit + 1` bytes: all of it when it is within the
+    size limit; a file that grew past the limit fails as too large when parsed, so
+    hashing the rest (a log growing while read) would only make the run never end."""
     h = hashlib.sha256()
+    left = limit + 1
     with open(path, "rb") as fh:
-        while block := fh.read(HASH_BLOCK):
+        while left > 0 and (block := fh.read(min(HASH_BLOCK, left))):
             h.update(block)
+            left -= len(block)
     return h.hexdigest()
 
 
@@ -231,6 +236,13 @@ class Ingest:
 
         walked = walk(self.opts.paths, self.opts.include, self.opts.exclude)
         self.roots, files = walked.roots, walked.files
+        for path in walked.irregular:
+            self.summary.skipped += 1
+            yield {
+                "type": "warning",
+                "code": "not_regular_file",
+                "message": f"{path}: skipped: not a regular file",
+            }
         yield from self._open_collection(files)
         self.manifest = mf.Manifest.load(self.manifest_path, self.store.uri, self.name)
         self.stats = EmbedStats()
@@ -460,7 +472,7 @@ class Ingest:
         moves: list[tuple[_Work, mf.Entry]] = []
         for f, entry in maybe:
             try:
-                sha = file_sha256(f.path)
+                sha = file_sha256(f.path, self.opts.max_file_size)
             except OSError:
                 work.append(_Work(f, "", entry))  # processing reports it as failed
                 continue
