@@ -800,3 +800,25 @@ def test_reads_are_bounded_by_the_size_limit_whatever_stat_says(standin):
     assert failed["status"] == "failed" and failed["code"] == "too_large"
     assert "--max-file-size" in failed["message"]
     assert summary_of(r)["added"] == 0
+
+
+# --- File names that are not UTF-8 (issue 13, case 16) ---------------------------------------
+
+
+def test_a_file_name_that_is_not_utf8_fails_alone(standin, corpus):
+    bad = os.path.join(os.fsencode(corpus), b"caf\xe9.txt")
+    with open(bad, "wb") as fh:
+        fh.write(b"Caf\xc3\xa9 notes.\n")
+    shown = str(corpus / "caf\\xe9.txt")  # the byte shown escaped, as ls -b does
+    r = run("ingest", str(corpus), "--json", timeout=90)
+    assert r.exit_code == 5, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    failed = [d for d in records_of(r) if d["status"] == "failed"]
+    assert [(d["path"], d["code"]) for d in failed] == [(shown, "invalid_file_name")]
+    assert "not valid UTF-8" in failed[0]["message"] and "rename" in failed[0]["message"]
+    assert summary_of(r)["added"] == 4 and summary_of(r)["failed"] == 1
+    assert len({row[1] for row in snapshot(home())}) == 4
+    plain = run("ingest", str(corpus), timeout=90)  # text mode: one line, the name escaped
+    assert plain.exit_code == 5 and plain.stdout == ""
+    (line, last) = plain.stderr.splitlines()
+    assert line.startswith(f"localgpt: error: {shown}: ") and "failed to ingest" in last

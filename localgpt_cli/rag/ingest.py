@@ -214,6 +214,7 @@ class Ingest:
         self._pending_drained = False
         self._pending_written = 0  # rows this run stored without a vector
         self.roots: list[str] = []  # what this run named: the only place it may prune
+        self._unnameable: list[FoundFile] = []  # names that are not UTF-8: they fail alone
 
     # -- the run ------------------------------------------------------------------------
 
@@ -259,6 +260,8 @@ class Ingest:
             "bytes": sum(w.found.size for w in work),
             "moves": len(moves),
         }
+        for f in self._unnameable:
+            yield self._bad_name(f)
         for new, old in moves:
             yield self._move(new, old)
         yield from self._process(work)
@@ -448,6 +451,9 @@ class Ingest:
         seen = {f.path for f in files}
         maybe: list[tuple[FoundFile, mf.Entry | None]] = []
         for f in files:
+            if not _utf8(f.path):
+                self._unnameable.append(f)
+                continue
             entry = manifest.get(f.path)
             if (
                 entry is not None
@@ -727,6 +733,19 @@ class Ingest:
         yield {"type": "progress", "files": 1, "chunks": len(chunks)}
         yield doc
 
+    def _bad_name(self, f: FoundFile) -> Event:
+        """A file whose name is not UTF-8 (old archives, another system's encoding): the
+        store, the manifest and NDJSON all hold UTF-8, so it fails alone, shown with the
+        bad bytes escaped (as `ls -b` does), and nothing is recorded for it."""
+        shown = os.fsencode(f.path).decode("utf-8", "backslashreplace")
+        return self._count({
+            "type": "document", "status": "failed", "path": shown, "document_id": None,
+            "code": "invalid_file_name",
+            "message": f"{shown}: the file name is not valid UTF-8, so it cannot be stored; "
+            "rename it (e.g. with convmv) to ingest it.",
+            **({"dry_run": True} if self.opts.dry_run else {}),
+        })  # fmt: skip
+
     def _failed(self, item: _Work, code: str, message: str, start: float) -> Event:
         f = item.found
         # Keep the last good document (if any) searchable; record the failure for `docs list`.
@@ -773,6 +792,16 @@ class Ingest:
         if status in ("added", "updated", "failed", "removed"):
             setattr(self.summary, status, getattr(self.summary, status) + 1)
         return record
+
+
+def _utf8(path: str) -> bool:
+    """Whether a path (as Python decodes file names: undecodable bytes become surrogates)
+    can be written as UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _restat(entry: mf.Entry, f: FoundFile) -> mf.Entry:
