@@ -336,9 +336,11 @@ def test_walk_skips_hidden_binary_and_symlinks_out_of_the_root(standin, tmp_path
     (root / "linkdir").symlink_to(outside)
     r = invoke("ingest", str(root), "--json")
     assert r.exit_code == 0
-    names = sorted(Path(d["path"]).name for d in records_of(r))
+    names = sorted(Path(d["path"]).name for d in records_of(r) if d["status"] == "added")
     assert names == ["a.md", "b.py", "d.md"]
     assert summary_of(r)["skipped"] == 1  # blob.dat, sniffed; pic.png is never opened
+    (skipped,) = [d for d in records_of(r) if d["status"] == "skipped"]
+    assert (Path(skipped["path"]).name, skipped["code"]) == ("blob.dat", "binary_file")
     again = invoke("ingest", str(root), "--json")
     assert summary_of(again)["skipped"] == 0 and summary_of(again)["unchanged"] == 4
 
@@ -780,10 +782,13 @@ def test_fifos_and_devices_are_skipped_with_a_warning_never_opened(standin, corp
     # (and hold the ingest lock); the timeout turns that into a failure, not a hung suite.
     r = run("ingest", str(corpus), str(named_fifo), "/dev/zero", "--json", timeout=90)
     assert r.exit_code == 0, r.stderr
-    assert {Path(d["path"]).name for d in records_of(r)} == {
+    assert {Path(d["path"]).name for d in records_of(r) if d["status"] == "added"} == {
         "vpn.md", "retry.py", "todo.txt", "manual.pdf"
     }
     assert summary_of(r)["added"] == 4 and summary_of(r)["skipped"] == 4
+    assert sorted(d["path"] for d in records_of(r) if d["status"] == "skipped") == sorted(
+        str(p) for p in (corpus / "pipe.txt", corpus / "p", named_fifo, "/dev/zero")
+    )
     warnings = [json.loads(line) for line in r.stderr.splitlines()]
     skipped = sorted(w["message"] for w in warnings if w["code"] == "not_regular_file")
     assert skipped == sorted(
@@ -822,3 +827,91 @@ def test_a_file_name_that_is_not_utf8_fails_alone(standin, corpus):
     assert plain.exit_code == 5 and plain.stdout == ""
     (line, last) = plain.stderr.splitlines()
     assert line.startswith(f"localgpt: error: {shown}: ") and "failed to ingest" in last
+
+
+# --- Small ones (issue 13, case 13) ----------------------------------------------------------
+
+
+def test_empty_files_are_skipped_and_reported_not_counted_as_documents(standin, corpus):
+    (corpus / "empty.txt").write_text("")
+    (corpus / "blank.md").write_text("  \n\n")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    summary = summary_of(r)
+    docs = records_of(r)
+    listed = invoke("docs", "list", "--json").records()
+    # every document counted as added is one `docs list` shows, and every file counted
+    # has its record
+    assert summary["added"] == 4 == len(listed)
+    assert {Path(d["path"]).name for d in docs if d["status"] == "added"} == {
+        Path(d["path"]).name for d in listed
+    }
+    skipped = {Path(d["path"]).name: d for d in docs if d["status"] == "skipped"}
+    assert set(skipped) == {"empty.txt", "blank.md"} and summary["skipped"] == 2
+    assert all(d["code"] == "empty" and "no text" in d["message"] for d in skipped.values())
+    again = invoke("ingest", str(corpus), "--json")  # remembered: not read again
+    assert records_of(again) == [] and summary_of(again)["unchanged"] == 6
+    (corpus / "todo.txt").write_text("\n")  # a document that becomes empty leaves the index
+    r = invoke("ingest", str(corpus), "--json")
+    (removed,) = records_of(r)
+    assert (removed["status"], removed["code"]) == ("removed", "empty")
+    assert summary_of(r)["removed"] == 1
+    assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
+
+
+def test_dry_run_prints_its_plan_when_piped(standin, corpus):
+    invoke("ingest", str(corpus))
+    (corpus / "todo.txt").write_text("Something else entirely.\n")
+    (corpus / "new.md").write_text("# New\n\nA new note.\n")
+    r = invoke("ingest", str(corpus), "--dry-run")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout.splitlines() == [
+        f"would be added       {corpus / 'new.md'}",
+        f"would be updated     {corpus / 'todo.txt'}",
+        "Dry run: would be 1 added, 1 updated, 3 unchanged",
+    ]
+
+
+def test_a_lost_manifest_is_rebuilt_from_the_store_without_reembedding(standin, corpus):
+    assert invoke("ingest", str(corpus)).exit_code == 0
+    calls, version, rows = standin.embed_calls, table_version(home()), snapshot(home())
+    for manifest in (home() / "manifests").iterdir():
+        manifest.unlink()
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert records_of(r) == []
+    assert summary_of(r)["unchanged"] == 4 and summary_of(r)["added"] == 0
+    assert standin.embed_calls == calls and summary_of(r)["embed_requests"] == 0
+    assert table_version(home()) == version and snapshot(home()) == rows
+    # the manifest is back: the next run costs a stat per file
+    assert summary_of(invoke("ingest", str(corpus), "--json"))["unchanged"] == 4
+    listed = invoke("docs", "list", "--json").records()
+    assert len(listed) == 4 and all(d["status"] == "ok" for d in listed)
+
+
+def test_a_lost_manifest_with_an_edited_file_updates_only_that_file(standin, corpus):
+    first = invoke("ingest", str(corpus), "--json")
+    ids = {Path(d["path"]).name: d["document_id"] for d in records_of(first)}
+    for manifest in (home() / "manifests").iterdir():
+        manifest.unlink()
+    (corpus / "todo.txt").write_text("Buy oat milk.\nRenew the passport.\nCall the bank.\n")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    (rec,) = records_of(r)
+    assert (Path(rec["path"]).name, rec["status"]) == ("todo.txt", "updated")
+    assert rec["document_id"] == ids["todo.txt"]
+    assert summary_of(r)["unchanged"] == 3
+
+
+def test_the_model_mismatch_hint_names_the_model_to_use(standin, corpus):
+    standin.add_model("nomic-embed-text", capabilities=("embedding",), embedding_dim=768)
+    standin.add_model("all-minilm", capabilities=("embedding",), embedding_dim=384)
+    assert invoke("ingest", str(corpus), "-m", "all-minilm").exit_code == 0
+    r = invoke("ingest", str(corpus), "-m", "nomic-embed-text")
+    assert r.exit_code == 6
+    command = f"localgpt ingest --force -C default -m nomic-embed-text {corpus}"
+    assert "localgpt ingest --force -C default -m nomic-embed-text PATH" in r.stderr
+    # ... and doing what it says re-indexes
+    forced = invoke(*command.split()[1:], "--json")
+    assert forced.exit_code == 0, forced.stderr
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"

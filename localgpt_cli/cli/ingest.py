@@ -206,7 +206,8 @@ def ingest(
 
 class _View:
     """Renders ingest events: records with --json, a progress bar on a terminal, and
-    nothing but errors in a pipe (a cron job mails whatever it prints)."""
+    nothing but errors in a pipe (a cron job mails whatever it prints) unless it is a dry
+    run, whose plan is what was asked for."""
 
     def __init__(self, app: App, dry_run: bool) -> None:
         self.out = app.output
@@ -230,6 +231,10 @@ class _View:
             self._print_error(event)
             self._advance({"files": 1})
         if not out.pretty:
+            if self.dry_run and kind in ("document", "summary"):
+                line = self._line(event) if kind == "document" else _summary_line(event)
+                out.stdout.write(line + "\n")
+                out.stdout.flush()
             return
         if kind == "plan":
             self._start(event)
