@@ -3,6 +3,7 @@ exit codes, incrementality, the lock, Ollama down, failures, and crash consisten
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -12,8 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.cli import ROOT, invoke
+from tests.cli import ROOT, invoke, run
 from tests.kb import (
     embed_bodies,
     home,
@@ -333,9 +336,11 @@ def test_walk_skips_hidden_binary_and_symlinks_out_of_the_root(standin, tmp_path
     (root / "linkdir").symlink_to(outside)
     r = invoke("ingest", str(root), "--json")
     assert r.exit_code == 0
-    names = sorted(Path(d["path"]).name for d in records_of(r))
+    names = sorted(Path(d["path"]).name for d in records_of(r) if d["status"] == "added")
     assert names == ["a.md", "b.py", "d.md"]
     assert summary_of(r)["skipped"] == 1  # blob.dat, sniffed; pic.png is never opened
+    (skipped,) = [d for d in records_of(r) if d["status"] == "skipped"]
+    assert (Path(skipped["path"]).name, skipped["code"]) == ("blob.dat", "binary_file")
     again = invoke("ingest", str(root), "--json")
     assert summary_of(again)["skipped"] == 0 and summary_of(again)["unchanged"] == 4
 
@@ -629,3 +634,284 @@ def test_a_collection_from_before_titles_is_reembedded_once(standin, tmp_path):
     assert all(has_vec for *_, has_vec in snapshot(home()))
     again = summary_of(invoke("ingest", str(notes), "--json"))
     assert again["unchanged"] == 1 and again["embed_requests"] == 0  # once, not every run
+
+
+# --- Pruning touches only what this run named (issue 13, case 1) ------------------------------
+
+
+def _five_notes(tmp_path: Path) -> Path:
+    notes = tmp_path / "five"
+    notes.mkdir()
+    for i in range(1, 6):
+        (notes / f"n{i}.txt").write_text(f"Note {i}\n\n{paragraph(i)}\n")
+    return notes
+
+
+def stored_paths() -> set[str]:
+    return {row[2] for row in snapshot(home())}
+
+
+def test_force_with_another_model_on_one_file_keeps_the_rest_of_the_collection(
+    standin, tmp_path
+):
+    notes = _five_notes(tmp_path)
+    assert invoke("ingest", str(notes)).exit_code == 0
+    before = stored_paths()
+    r = invoke("ingest", "--force", "-m", "all-minilm", str(notes / "n1.txt"))
+    assert r.exit_code == 6 and r.stdout == ""
+    (line,) = r.stderr.splitlines()[:1]
+    assert "4" in line and "all-minilm" in line and "not among the paths given" in line
+    assert "Traceback" not in r.stderr
+    assert stored_paths() == before  # nothing was removed
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"
+
+
+def test_reindex_reports_every_removed_document(standin, tmp_path):
+    notes = _five_notes(tmp_path)
+    assert invoke("ingest", str(notes)).exit_code == 0
+    (notes / "n5.txt").unlink()  # gone: a re-index cannot embed it again
+    r = invoke("ingest", "--force", "-m", "all-minilm", str(notes), "--json")
+    assert r.exit_code == 0, r.stderr
+    removed = [d for d in records_of(r) if d["status"] == "removed"]
+    assert [d["path"] for d in removed] == [str(notes / "n5.txt")]
+    assert summary_of(r)["removed"] == 1 and summary_of(r)["added"] == 4
+    assert stored_paths() == {str(notes / f"n{i}.txt") for i in range(1, 5)}
+
+
+def test_prune_of_a_subfolder_or_a_file_leaves_documents_outside_it(standin, tmp_path):
+    root = tmp_path / "tree"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    for rel in ("a/x.txt", "b/y.txt", "b/z.txt", "top.txt"):
+        (root / rel).write_text(f"{rel}\n\n{paragraph(len(rel))}\n")
+    assert invoke("ingest", str(root)).exit_code == 0
+    (root / "b" / "y.txt").unlink()
+    (root / "top.txt").unlink()
+    for args in (["--prune", str(root / "a")], ["--prune", "--force", str(root / "b" / "z.txt")]):
+        r = invoke("ingest", *args, "--json")
+        assert r.exit_code == 0, r.stderr
+        assert summary_of(r)["removed"] == 0 and not any(
+            d["status"] == "removed" for d in records_of(r)
+        )
+    assert str(root / "b" / "y.txt") in stored_paths()
+    r = invoke("ingest", "--prune", str(root / "b"), "--json")
+    assert [d["path"] for d in records_of(r) if d["status"] == "removed"] == [
+        str(root / "b" / "y.txt")
+    ]
+    assert summary_of(r)["removed"] == 1
+    assert stored_paths() == {str(root / "a" / "x.txt"), str(root / "b" / "z.txt"),
+                              str(root / "top.txt")}  # fmt: skip
+
+
+TREE = ("a/x1.txt", "a/x2.md", "a/deep/x3.txt", "b/y1.txt", "top.txt")
+SUBPATHS = ("", "a", "a/deep", "b", "a/x1.txt", "b/y1.txt", "top.txt")
+_step = st.one_of(
+    st.tuples(
+        st.just("ingest"),
+        st.sampled_from(SUBPATHS),
+        st.booleans(),  # --force
+        st.booleans(),  # --prune
+        st.sampled_from([None, "nomic-embed-text", "all-minilm"]),
+    ),
+    st.tuples(st.just("delete"), st.sampled_from(TREE)),
+    st.tuples(st.just("restore"), st.sampled_from(TREE)),
+)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(_step, min_size=2, max_size=6))
+def test_no_sequence_of_ingests_removes_a_document_whose_file_exists(
+    standin, tmp_path_factory, monkeypatch, steps
+):
+    """Ingests of sub-paths, with and without --force, --prune and another model, with
+    files deleted and restored in between: a document leaves the collection only when its
+    file is gone (or it moved), and every removal is reported and counted."""
+    base = tmp_path_factory.mktemp("prop")
+    monkeypatch.setenv("LOCALGPT_HOME", str(base / "home"))
+    root = base / "tree"
+
+    def restore(rel: str) -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n\n{paragraph(TREE.index(rel))}\n")
+
+    for rel in TREE:
+        restore(rel)
+    assert invoke("ingest", str(root)).exit_code == 0
+    for step in steps:
+        if step[0] == "delete":
+            (root / step[1]).unlink(missing_ok=True)
+            continue
+        if step[0] == "restore":
+            restore(step[1])
+            continue
+        _, sub, force, prune, model = step
+        target = root / sub if sub else root
+        if not target.exists():
+            continue
+        before = stored_paths()
+        args = [str(target), "--json"] + ["--force"] * force + ["--prune"] * prune
+        r = invoke("ingest", *args, *(["-m", model] if model else []))
+        assert r.exit_code in (0, 6), (step, r.stderr)
+        after = stored_paths()
+        docs = records_of(r)
+        removed = {d["path"] for d in docs if d["status"] == "removed"}
+        moved_from = {d["from"] for d in docs if d["status"] == "moved"}
+        for path in before - after:
+            assert not os.path.exists(path), (step, path)
+            assert path in removed | moved_from, (step, path)
+        if r.exit_code == 0:
+            assert summary_of(r)["removed"] == len(removed)
+        else:
+            assert after == before
+
+
+# --- Non-regular files and bounded reads (issue 13, case 2) -----------------------------------
+
+
+def test_fifos_and_devices_are_skipped_with_a_warning_never_opened(standin, corpus):
+    os.mkfifo(corpus / "pipe.txt")
+    os.mkfifo(corpus / "p")
+    named_fifo = corpus.parent / "named.md"
+    os.mkfifo(named_fifo)
+    # A real process with a time limit: if the FIFO were opened, the run would block forever
+    # (and hold the ingest lock); the timeout turns that into a failure, not a hung suite.
+    r = run("ingest", str(corpus), str(named_fifo), "/dev/zero", "--json", timeout=90)
+    assert r.exit_code == 0, r.stderr
+    assert {Path(d["path"]).name for d in records_of(r) if d["status"] == "added"} == {
+        "vpn.md", "retry.py", "todo.txt", "manual.pdf"
+    }
+    assert summary_of(r)["added"] == 4 and summary_of(r)["skipped"] == 4
+    assert sorted(d["path"] for d in records_of(r) if d["status"] == "skipped") == sorted(
+        str(p) for p in (corpus / "pipe.txt", corpus / "p", named_fifo, "/dev/zero")
+    )
+    warnings = [json.loads(line) for line in r.stderr.splitlines()]
+    skipped = sorted(w["message"] for w in warnings if w["code"] == "not_regular_file")
+    assert skipped == sorted(
+        f"{p}: skipped: not a regular file"
+        for p in (corpus / "pipe.txt", corpus / "p", named_fifo, "/dev/zero")
+    )
+
+
+def test_reads_are_bounded_by_the_size_limit_whatever_stat_says(standin):
+    """/proc files report size 0 and yield more: what a file growing while read does."""
+    r = invoke("ingest", "/proc/self/status", "--max-file-size", "100", "--json")
+    assert r.exit_code == 5, r.stderr
+    (failed,) = records_of(r)
+    assert failed["status"] == "failed" and failed["code"] == "too_large"
+    assert "--max-file-size" in failed["message"]
+    assert summary_of(r)["added"] == 0
+
+
+# --- File names that are not UTF-8 (issue 13, case 16) ---------------------------------------
+
+
+def test_a_file_name_that_is_not_utf8_fails_alone(standin, corpus):
+    bad = os.path.join(os.fsencode(corpus), b"caf\xe9.txt")
+    with open(bad, "wb") as fh:
+        fh.write(b"Caf\xc3\xa9 notes.\n")
+    shown = str(corpus / "caf\\xe9.txt")  # the byte shown escaped, as ls -b does
+    r = run("ingest", str(corpus), "--json", timeout=90)
+    assert r.exit_code == 5, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    failed = [d for d in records_of(r) if d["status"] == "failed"]
+    assert [(d["path"], d["code"]) for d in failed] == [(shown, "invalid_file_name")]
+    assert "not valid UTF-8" in failed[0]["message"] and "rename" in failed[0]["message"]
+    assert summary_of(r)["added"] == 4 and summary_of(r)["failed"] == 1
+    assert len({row[1] for row in snapshot(home())}) == 4
+    plain = run("ingest", str(corpus), timeout=90)  # text mode: one line, the name escaped
+    assert plain.exit_code == 5 and plain.stdout == ""
+    (line, last) = plain.stderr.splitlines()
+    assert line.startswith(f"localgpt: error: {shown}: ") and "failed to ingest" in last
+
+
+# --- Small ones (issue 13, case 13) ----------------------------------------------------------
+
+
+def test_empty_files_are_skipped_and_reported_not_counted_as_documents(standin, corpus):
+    (corpus / "empty.txt").write_text("")
+    (corpus / "blank.md").write_text("  \n\n")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    summary = summary_of(r)
+    docs = records_of(r)
+    listed = invoke("docs", "list", "--json").records()
+    # every document counted as added is one `docs list` shows, and every file counted
+    # has its record
+    assert summary["added"] == 4 == len(listed)
+    assert {Path(d["path"]).name for d in docs if d["status"] == "added"} == {
+        Path(d["path"]).name for d in listed
+    }
+    skipped = {Path(d["path"]).name: d for d in docs if d["status"] == "skipped"}
+    assert set(skipped) == {"empty.txt", "blank.md"} and summary["skipped"] == 2
+    assert all(d["code"] == "empty" and "no text" in d["message"] for d in skipped.values())
+    again = invoke("ingest", str(corpus), "--json")  # remembered: not read again
+    assert records_of(again) == [] and summary_of(again)["unchanged"] == 6
+    (corpus / "todo.txt").write_text("\n")  # a document that becomes empty leaves the index
+    r = invoke("ingest", str(corpus), "--json")
+    (removed,) = records_of(r)
+    assert (removed["status"], removed["code"]) == ("removed", "empty")
+    assert summary_of(r)["removed"] == 1
+    assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
+
+
+def test_dry_run_prints_its_plan_when_piped(standin, corpus):
+    invoke("ingest", str(corpus))
+    (corpus / "todo.txt").write_text("Something else entirely.\n")
+    (corpus / "new.md").write_text("# New\n\nA new note.\n")
+    r = invoke("ingest", str(corpus), "--dry-run")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert r.stdout.splitlines() == [
+        f"would be added       {corpus / 'new.md'}",
+        f"would be updated     {corpus / 'todo.txt'}",
+        "Dry run: would be 1 added, 1 updated, 3 unchanged",
+    ]
+
+
+def test_a_lost_manifest_is_rebuilt_from_the_store_without_reembedding(standin, corpus):
+    assert invoke("ingest", str(corpus)).exit_code == 0
+    calls, version, rows = standin.embed_calls, table_version(home()), snapshot(home())
+    for manifest in (home() / "manifests").iterdir():
+        manifest.unlink()
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert records_of(r) == []
+    assert summary_of(r)["unchanged"] == 4 and summary_of(r)["added"] == 0
+    assert standin.embed_calls == calls and summary_of(r)["embed_requests"] == 0
+    assert table_version(home()) == version and snapshot(home()) == rows
+    # the manifest is back: the next run costs a stat per file
+    assert summary_of(invoke("ingest", str(corpus), "--json"))["unchanged"] == 4
+    listed = invoke("docs", "list", "--json").records()
+    assert len(listed) == 4 and all(d["status"] == "ok" for d in listed)
+
+
+def test_a_lost_manifest_with_an_edited_file_updates_only_that_file(standin, corpus):
+    first = invoke("ingest", str(corpus), "--json")
+    ids = {Path(d["path"]).name: d["document_id"] for d in records_of(first)}
+    for manifest in (home() / "manifests").iterdir():
+        manifest.unlink()
+    (corpus / "todo.txt").write_text("Buy oat milk.\nRenew the passport.\nCall the bank.\n")
+    r = invoke("ingest", str(corpus), "--json")
+    assert r.exit_code == 0, r.stderr
+    (rec,) = records_of(r)
+    assert (Path(rec["path"]).name, rec["status"]) == ("todo.txt", "updated")
+    assert rec["document_id"] == ids["todo.txt"]
+    assert summary_of(r)["unchanged"] == 3
+
+
+def test_the_model_mismatch_hint_names_the_model_to_use(standin, corpus):
+    standin.add_model("nomic-embed-text", capabilities=("embedding",), embedding_dim=768)
+    standin.add_model("all-minilm", capabilities=("embedding",), embedding_dim=384)
+    assert invoke("ingest", str(corpus), "-m", "all-minilm").exit_code == 0
+    r = invoke("ingest", str(corpus), "-m", "nomic-embed-text")
+    assert r.exit_code == 6
+    command = f"localgpt ingest --force -C default -m nomic-embed-text {corpus}"
+    assert "localgpt ingest --force -C default -m nomic-embed-text PATH" in r.stderr
+    # ... and doing what it says re-indexes
+    forced = invoke(*command.split()[1:], "--json")
+    assert forced.exit_code == 0, forced.stderr
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"

@@ -32,8 +32,9 @@ From cron (quiet unless something fails; exit 75 if a run is still going):
 
 \b
 Unchanged files cost one stat; edited files reuse the embeddings of unchanged passages;
-a moved file is not embedded again. Hidden files and folders, symlinks inside folders and
-binary files are skipped. If Ollama is down, passages are stored without embeddings
+a moved file is not embedded again. Hidden files and folders, symlinks inside folders,
+binary and empty files, FIFOs and devices are skipped. --prune removes only documents
+under the paths given. If Ollama is down, passages are stored without embeddings
 (keyword search finds them), the run exits 3 and the next run embeds them.
 
 \b
@@ -72,8 +73,10 @@ def _size(value: str) -> int:
 @embed_model_option
 @click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files/folders (repeatable).")
-@click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
-@click.option("--force", is_flag=True, help="Re-ingest every file (and re-index with -m).")
+@click.option(
+    "--prune", is_flag=True, help="Remove documents whose files are gone (under PATH... only)."
+)
+@click.option("--force", is_flag=True, help="Re-ingest the files named (re-index with -m).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
 @click.option(
     "--wait-lock",
@@ -207,7 +210,8 @@ def ingest(
 
 class _View:
     """Renders ingest events: records with --json, a progress bar on a terminal, and
-    nothing but errors in a pipe (a cron job mails whatever it prints)."""
+    nothing but errors in a pipe (a cron job mails whatever it prints) unless it is a dry
+    run, whose plan is what was asked for."""
 
     def __init__(self, app: App, dry_run: bool) -> None:
         self.out = app.output
@@ -231,6 +235,10 @@ class _View:
             self._print_error(event)
             self._advance({"files": 1})
         if not out.pretty:
+            if self.dry_run and kind in ("document", "summary"):
+                line = self._line(event) if kind == "document" else _summary_line(event)
+                out.stdout.write(line + "\n")
+                out.stdout.flush()
             return
         if kind == "plan":
             self._start(event)

@@ -31,12 +31,12 @@ from localgpt_cli.errors import InvalidInput, LocalGPTError
 from localgpt_cli.rag import manifest as mf
 from localgpt_cli.rag.chunk import DEFAULT_MAX_CHUNKS, resolve_limits
 from localgpt_cli.rag.titles import embed_body
-from localgpt_cli.rag.walk import FoundFile, walk
+from localgpt_cli.rag.walk import FoundFile, under, walk
 
 if TYPE_CHECKING:
     from localgpt_cli.llm.client import OllamaClient
     from localgpt_cli.rag.embedding import EmbedQueue
-    from localgpt_cli.rag.store import Collection, Store
+    from localgpt_cli.rag.store import Collection, DocumentSummary, Store
     from localgpt_cli.rag.types import Chunk
 
 DEFAULT_MAX_FILE_SIZE = 20_000_000
@@ -128,6 +128,9 @@ class _Work:
     found: FoundFile
     sha256: str
     entry: mf.Entry | None  # its manifest entry, if any
+    # (document id, chunk hashes in order) of rows stored at this path that no manifest
+    # entry vouches for (the manifest was lost, or a run was killed before writing it)
+    stored: tuple[str, list[str]] | None = None
 
 
 class _Doc:
@@ -152,11 +155,16 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def file_sha256(path: str) -> str:
+def file_sha256(path: str, limit: int) -> str:
+    """The sha256 of the file's first `limit + 1` bytes: all of it when it is within the
+    size limit; a file that grew past the limit fails as too large when parsed, so
+    hashing the rest (a log growing while read) would only make the run never end."""
     h = hashlib.sha256()
+    left = limit + 1
     with open(path, "rb") as fh:
-        while block := fh.read(HASH_BLOCK):
+        while left > 0 and (block := fh.read(min(HASH_BLOCK, left))):
             h.update(block)
+            left -= len(block)
     return h.hexdigest()
 
 
@@ -208,6 +216,9 @@ class Ingest:
         self._pending_at_start = 0
         self._pending_drained = False
         self._pending_written = 0  # rows this run stored without a vector
+        self.roots: list[str] = []  # what this run named: the only place it may prune
+        self._unnameable: list[FoundFile] = []  # names that are not UTF-8: they fail alone
+        self._sniffed: list[FoundFile] = []  # new files found binary: skipped
 
     # -- the run ------------------------------------------------------------------------
 
@@ -228,8 +239,13 @@ class Ingest:
         from localgpt_cli.llm.client import EmbedStats
         from localgpt_cli.rag.embedding import EmbedQueue
 
-        files = walk(self.opts.paths, self.opts.include, self.opts.exclude)
-        yield from self._open_collection()
+        walked = walk(self.opts.paths, self.opts.include, self.opts.exclude)
+        self.roots, files = walked.roots, walked.files
+        for path in walked.irregular:
+            message = f"{path}: skipped: not a regular file"
+            yield {"type": "warning", "code": "not_regular_file", "message": message}
+            yield self._skipped(path, "not_regular_file", message)
+        yield from self._open_collection(files)
         self.manifest = mf.Manifest.load(self.manifest_path, self.store.uri, self.name)
         self.stats = EmbedStats()
         self.queue = EmbedQueue(
@@ -245,6 +261,10 @@ class Ingest:
             "bytes": sum(w.found.size for w in work),
             "moves": len(moves),
         }
+        for f in self._unnameable:
+            yield self._bad_name(f)
+        for f in self._sniffed:
+            yield self._skipped(f.path, "binary_file", f"{f.path}: binary file; skipped")
         for new, old in moves:
             yield self._move(new, old)
         yield from self._process(work)
@@ -269,7 +289,7 @@ class Ingest:
 
     # -- collection and model -------------------------------------------------------------
 
-    def _open_collection(self) -> Iterator[Event]:
+    def _open_collection(self, files: list[FoundFile]) -> Iterator[Event]:
         exists = self._collection_exists()
         if self.opts.dry_run:
             self.coll = self.store.collection(self.name) if exists else None
@@ -279,6 +299,7 @@ class Ingest:
         if exists:
             self.coll = self.store.collection(self.name)
             if self._adopt_or_check_model():
+                vanished = self._reindex_losses(files)
                 yield {
                     "type": "warning",
                     "code": "reindex",
@@ -291,10 +312,34 @@ class Ingest:
                 self.manifest_path.unlink(missing_ok=True)
                 self.store.drop_collection(self.name)
                 self.coll = None
+                for doc in vanished:
+                    yield self._count({
+                        "type": "document", "status": "removed", "path": doc.path,
+                        "document_id": doc.document_id, "chunks": doc.chunks,
+                    })  # fmt: skip
         if self.coll is None:
             self.coll = self.store.collection(self.name, create=True)
         # The model is recorded with the first rows (see _commit), not here: a run that
         # fails before storing anything (a model that is not pulled) must not pin it.
+
+    def _reindex_losses(self, files: list[FoundFile]) -> list[DocumentSummary]:
+        """The documents a re-index drops for good: those whose file is gone. Refuses
+        (nothing changed) when it would also drop documents whose files exist but were
+        not named in this run: `--force` re-embeds what was named, nothing else."""
+        assert self.coll is not None
+        named = {f.path for f in files}
+        stored = [d for d in self.coll.documents() if d.path not in named]
+        kept = [d for d in stored if os.path.exists(d.path)]
+        if kept:
+            raise InvalidInput(
+                f"Re-indexing collection {self.name!r} with {self.model} replaces all of its "
+                f"documents, and {len(kept)} of them are not among the paths given "
+                f"(e.g. {kept[0].path}).",
+                hint="Nothing was changed. Name every file or folder the collection holds "
+                f"(localgpt docs list -C {self.name} shows them), or use another collection "
+                f"for {self.model} with -C NAME.",
+            )
+        return stored
 
     def _collection_exists(self) -> bool:
         uri = self.store.uri
@@ -409,6 +454,9 @@ class Ingest:
         seen = {f.path for f in files}
         maybe: list[tuple[FoundFile, mf.Entry | None]] = []
         for f in files:
+            if not _utf8(f.path):
+                self._unnameable.append(f)
+                continue
             entry = manifest.get(f.path)
             if (
                 entry is not None
@@ -421,15 +469,25 @@ class Ingest:
                 self.summary.unchanged += 1
                 continue
             maybe.append((f, entry))
-        gone = [e for p, e in manifest.entries.items() if p not in seen and not os.path.exists(p)]
-        gone_by_sha = {e.sha256: e for e in gone if e.status == mf.OK}
+        # A vanished file anywhere may have moved here; only those under the paths named
+        # may be pruned (an unmounted drive elsewhere is not a folder whose files were
+        # deleted).
+        vanished = [
+            e for p, e in manifest.entries.items() if p not in seen and not os.path.exists(p)
+        ]
+        gone = [e for e in vanished if under(e.path, self.roots)]
+        gone_by_sha = {e.sha256: e for e in vanished if e.status == mf.OK}
+        orphans = self._orphans() if any(entry is None for _, entry in maybe) else {}
         work: list[_Work] = []
         moves: list[tuple[_Work, mf.Entry]] = []
         for f, entry in maybe:
             try:
-                sha = file_sha256(f.path)
+                sha = file_sha256(f.path, self.opts.max_file_size)
             except OSError:
                 work.append(_Work(f, "", entry))  # processing reports it as failed
+                continue
+            if entry is None and f.path in orphans:  # stored, unknown to the manifest
+                work.append(_Work(f, sha, None, orphans[f.path]))
                 continue
             options = self._options(f.path)
             if (
@@ -447,7 +505,7 @@ class Ingest:
                     manifest.put(_restat(entry, f))
                 continue
             if entry is None and is_binary(Path(f.path)):
-                self.summary.skipped += 1
+                self._sniffed.append(f)
                 if not self.opts.dry_run:
                     kind = detect_type(Path(f.path))
                     manifest.put(self._entry(f, sha, "", kind[0] if kind else None, 0, mf.SKIPPED))
@@ -455,11 +513,26 @@ class Ingest:
             old = gone_by_sha.get(sha) if entry is None and not self.opts.force else None
             if old is not None and old.options == options:
                 del gone_by_sha[sha]
-                gone.remove(old)
+                if old in gone:
+                    gone.remove(old)
                 moves.append((_Work(f, sha, None), old))
                 continue
             work.append(_Work(f, sha, entry))
         return work, moves, gone
+
+    def _orphans(self) -> dict[str, tuple[str, list[str]]]:
+        """Stored documents no manifest entry vouches for, by path: (id, chunk hashes).
+
+        The manifest is only a record of what the table holds, so when it is lost (or a run
+        was killed between a commit and its manifest write) the rows themselves say whether
+        a file is unchanged: the same chunk hashes in the same order. Comparing them costs
+        a parse and no embedding; re-ingesting everything took 82.7 s where 5.8 s did."""
+        unknown = self._stored_ids() - self.manifest.ids().keys()
+        if not unknown:
+            return {}
+        assert self.coll is not None
+        stored = self.coll.document_hashes(unknown)
+        return {path: (doc_id, hashes) for doc_id, (path, hashes) in stored.items()}
 
     def _options(self, path: str) -> str:
         from localgpt_cli.rag.filetypes import detect_type
@@ -517,8 +590,8 @@ class Ingest:
         }
 
     def _prune(self, gone: list[mf.Entry]) -> Iterator[Event]:
-        """Remove documents whose files no longer exist: those the manifest knows, and those
-        a killed run stored without recording them."""
+        """Remove documents under the paths named whose files no longer exist: those the
+        manifest knows, and those a killed run stored without recording them."""
         doomed = {e.document_id: (e.path, e.chunks) for e in gone if e.document_id}
         known = self.manifest.ids()
         # One column scan tells whether the table holds documents the manifest does not
@@ -526,7 +599,11 @@ class Ingest:
         # their paths read.
         if self.coll is not None and not self.coll.document_ids() <= known.keys():
             for doc in self.coll.documents():
-                if doc.document_id not in known and not os.path.exists(doc.path):
+                if (
+                    doc.document_id not in known
+                    and under(doc.path, self.roots)
+                    and not os.path.exists(doc.path)
+                ):
                     doomed[doc.document_id] = (doc.path, doc.chunks)
         if not self.opts.dry_run:
             for e in gone:
@@ -548,11 +625,15 @@ class Ingest:
 
     # -- processing -------------------------------------------------------------------------
 
-    def _table_has(self, document_id: str) -> bool:
+    def _stored_ids(self) -> set[str]:
+        """Ids of the documents in the table (one column scan, once a run)."""
         if self._table_ids is None:
-            assert self.coll is not None
-            self._table_ids = self.coll.document_ids() if self.coll.count() else set()
-        return document_id in self._table_ids
+            coll = self.coll
+            self._table_ids = coll.document_ids() if coll is not None and coll.count() else set()
+        return self._table_ids
+
+    def _table_has(self, document_id: str) -> bool:
+        return document_id in self._stored_ids()
 
     def _process(self, work: list[_Work]) -> Iterator[Event]:
         taken = set(self.manifest.ids())  # ids in use, so a new one never collides
@@ -561,9 +642,11 @@ class Ingest:
         for item in work:
             f = item.found
             old_ok = item.entry is not None and item.entry.status == mf.OK
-            status = "updated" if old_ok else "added"
-            doc_id = (item.entry.document_id if item.entry else "") or document_id_for(
-                f.path, taken
+            status = "updated" if old_ok or item.stored else "added"
+            doc_id = (
+                (item.entry.document_id if item.entry else "")
+                or (item.stored[0] if item.stored else "")
+                or document_id_for(f.path, taken)
             )
             taken.add(doc_id)
             if self.opts.dry_run:
@@ -624,32 +707,31 @@ class Ingest:
             )
         except InvalidInput as exc:
             if exc.code == "binary_file":
-                self.summary.skipped += 1
-                skipped = self._entry(f, item.sha256, "", None, 0, mf.SKIPPED)
-                if self._table_has(doc_id):  # was text, is binary now: its old rows go
-                    gone = _Doc(doc_id, [], [])
-                    gone.stored, gone.entry = True, skipped
-                    gone.record = {
-                        "type": "document", "status": "removed", "path": f.path,
-                        "document_id": doc_id, "chunks": 0, "code": exc.code,
-                        "message": exc.message, "ms": _ms(start),
-                    }  # fmt: skip
-                    yield gone
-                else:
-                    self.manifest.put(skipped)
+                yield from self._skip(item, doc_id, None, exc.code, exc.message, start)
                 return
             yield self._failed(item, exc.code, exc.message, start)
             return
         except Exception as exc:  # a parser bug on one odd file must not stop the run
             yield self._failed(item, "parse_error", f"{f.path}: {type(exc).__name__}: {exc}", start)
             return
+        if not chunks:  # an empty file is not a document: nothing to find, nothing to list
+            message = f"{f.path}: no text (empty file); skipped"
+            yield from self._skip(item, doc_id, parsed.type, "empty", message, start)
+            return
         title = document_title(parsed)
         del parsed.sections  # the chunks hold the text now
-        for note in parsed.warnings:
-            yield {"type": "warning", "code": "parse_warning", "message": f"{f.path}: {note}"}
         for chunk in chunks:
             chunk.title = title
         doc = _Doc(doc_id, chunks, [embed_hash(c) for c in chunks])
+        if item.stored is not None and item.stored[1] == doc.hashes and not self.opts.force:
+            # The rows stored for this path are what this run would write: only the
+            # manifest entry was missing, and it is all that is written.
+            self.summary.unchanged += 1
+            self.manifest.put(self._entry(f, item.sha256, doc_id, parsed.type, len(chunks), mf.OK))
+            yield {"type": "progress", "files": 1, "chunks": 0}
+            return
+        for note in parsed.warnings:
+            yield {"type": "warning", "code": "parse_warning", "message": f"{f.path}: {note}"}
         cached = self.queue.cached(doc.hashes)
         truncated = 0
         for i, (chunk, h) in enumerate(zip(chunks, doc.hashes, strict=True)):
@@ -676,6 +758,54 @@ class Ingest:
         self.summary.bytes += f.size
         yield {"type": "progress", "files": 1, "chunks": len(chunks)}
         yield doc
+
+    def _skip(
+        self,
+        item: _Work,
+        doc_id: str,
+        doc_type: str | None,
+        code: str,
+        message: str,
+        start: float,
+    ) -> Iterator[Event | _Doc]:
+        """A file with no text to index (binary, empty): remembered as skipped, so it costs a
+        stat next time; if it was a document until now, its rows go with the next commit."""
+        f = item.found
+        skipped = self._entry(f, item.sha256, "", doc_type, 0, mf.SKIPPED)
+        if not self._table_has(doc_id):
+            self.manifest.put(skipped)
+            yield self._skipped(f.path, code, message)
+            return
+        self.summary.skipped += 1
+        gone = _Doc(doc_id, [], [])
+        gone.stored, gone.entry = True, skipped
+        gone.record = {
+            "type": "document", "status": "removed", "path": f.path, "document_id": doc_id,
+            "chunks": 0, "code": code, "message": message, "ms": _ms(start),
+        }  # fmt: skip
+        yield gone
+
+    def _skipped(self, path: str, code: str, message: str) -> Event:
+        """The record of a file counted as skipped: every file counted has one."""
+        self.summary.skipped += 1
+        return {
+            "type": "document", "status": "skipped", "path": path, "document_id": None,
+            "code": code, "message": message,
+            **({"dry_run": True} if self.opts.dry_run else {}),
+        }  # fmt: skip
+
+    def _bad_name(self, f: FoundFile) -> Event:
+        """A file whose name is not UTF-8 (old archives, another system's encoding): the
+        store, the manifest and NDJSON all hold UTF-8, so it fails alone, shown with the
+        bad bytes escaped (as `ls -b` does), and nothing is recorded for it."""
+        shown = os.fsencode(f.path).decode("utf-8", "backslashreplace")
+        return self._count({
+            "type": "document", "status": "failed", "path": shown, "document_id": None,
+            "code": "invalid_file_name",
+            "message": f"{shown}: the file name is not valid UTF-8, so it cannot be stored; "
+            "rename it (e.g. with convmv) to ingest it.",
+            **({"dry_run": True} if self.opts.dry_run else {}),
+        })  # fmt: skip
 
     def _failed(self, item: _Work, code: str, message: str, start: float) -> Event:
         f = item.found
@@ -723,6 +853,16 @@ class Ingest:
         if status in ("added", "updated", "failed", "removed"):
             setattr(self.summary, status, getattr(self.summary, status) + 1)
         return record
+
+
+def _utf8(path: str) -> bool:
+    """Whether a path (as Python decodes file names: undecodable bytes become surrogates)
+    can be written as UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _restat(entry: mf.Entry, f: FoundFile) -> mf.Entry:

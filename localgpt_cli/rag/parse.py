@@ -37,12 +37,7 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if size > max_bytes:
-        raise InvalidInput(
-            f"{path}: too large ({_megabytes(size, up=True)} MB > {_megabytes(max_bytes)} MB"
-            " limit;"
-            " raise with --max-file-size)",
-            code="too_large",
-        )
+        raise _too_large(path, f"{_megabytes(size, up=True)} MB > {_megabytes(max_bytes)} MB limit")
     if doc_type == "pdf":
         from localgpt_cli.rag.parse_pdf import parse_pdf
 
@@ -52,7 +47,7 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
 
         return parse_docx(path, max_bytes=max_bytes)
 
-    data = _read_bytes(path)
+    data = _read_bytes(path, max_bytes)
     if looks_binary(data):
         raise InvalidInput(f"{path}: binary file; skipped", code="binary_file")
     if doc_type == "html":
@@ -73,11 +68,23 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     )
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes, never more than the limit: `stat` said it fits, but a file can grow
+    while it is read (a live log) or report a size it does not have (/proc)."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    if len(data) > max_bytes:
+        raise _too_large(path, f"over the {_megabytes(max_bytes)} MB limit when read")
+    return data
+
+
+def _too_large(path: Path, detail: str) -> InvalidInput:
+    return InvalidInput(
+        f"{path}: too large ({detail}; raise with --max-file-size)", code="too_large"
+    )
 
 
 def _megabytes(n: int, *, up: bool = False) -> str:

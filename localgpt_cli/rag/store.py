@@ -387,7 +387,8 @@ class Collection:
         raise InvalidInput(
             f"Collection {self.name!r} was embedded with {have}, not {want}.",
             hint=(
-                f"Re-index it with {model}: localgpt ingest --force -C {self.name} PATH..., "
+                f"Re-index it with {model}: localgpt ingest --force -C {self.name} "
+                f"-m {model} PATH..., "
                 f"or remove its documents first: localgpt docs rm -C {self.name} ID|PATH... "
                 f"(searching it needs {have_model or 'its original model'})."
             ),
@@ -565,6 +566,23 @@ class Collection:
         """Ids of the stored documents (one scan of one column)."""
         table = _scan_all_arrow(self.table.search().select(["document_id"]))
         return set(table.column("document_id").unique().to_pylist())
+
+    def document_hashes(self, document_ids: Iterable[str]) -> dict[str, tuple[str, list[str]]]:
+        """Path and chunk `text_hash`es in order, per document: what ingest compares a file's
+        fresh chunks with when the manifest entry that vouched for them was lost."""
+        wanted = sorted(set(document_ids))
+        rows: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), _FILTER_BATCH):
+            query = (
+                self.table.search()
+                .where(sql_in("document_id", wanted[start : start + _FILTER_BATCH]))
+                .select(["document_id", "path", "ordinal", "text_hash"])
+            )
+            rows += _scan_all(query)
+        out: dict[str, tuple[str, list[str]]] = {}
+        for r in sorted(rows, key=lambda r: (r["document_id"], r["ordinal"])):
+            out.setdefault(r["document_id"], (r["path"], []))[1].append(r["text_hash"])
+        return out
 
     def embedded_hashes(self) -> set[str]:
         """Text hashes of the chunks stored with a vector: what the embedding cache holds."""

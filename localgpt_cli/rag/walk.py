@@ -11,7 +11,9 @@ Rules, chosen for a cron job pointed at a home folder:
   A pattern without `/` matches a name at any depth (`node_modules`, `*.min.js`); one with
   `/` matches the path relative to the folder given (`drafts/*`);
 - files whose name says binary (images, archives...) are dropped here without being
-  opened; content sniffing is left to the caller, which skips it for unchanged files.
+  opened; content sniffing is left to the caller, which skips it for unchanged files;
+- FIFOs, sockets and devices are never opened (opening a FIFO blocks until someone writes
+  to it, and `/dev/zero` never ends): they are returned apart so the caller can say so.
 
 A named path that does not exist is an error, not an empty walk: with `--prune`, an
 unmounted drive must not look like a folder whose files were all deleted.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -39,6 +42,22 @@ class FoundFile:
     path: str
     size: int
     mtime_ns: int
+
+
+@dataclass
+class Walked:
+    """What a walk found: the roots it started from (absolute, resolved), the files to
+    consider, and the non-regular files it passed over without opening them."""
+
+    roots: list[str]
+    files: list[FoundFile]
+    irregular: list[str]
+
+
+def under(path: str, roots: Sequence[str]) -> bool:
+    """Whether `path` is one of `roots` or inside one of them (a file root holds only
+    itself): what an ingest run may prune."""
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
 def expand(args: Sequence[str]) -> list[str]:
@@ -69,20 +88,29 @@ def _matches(patterns: Sequence[str], name: str, rel: str) -> bool:
 
 def walk(
     args: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()
-) -> list[FoundFile]:
+) -> Walked:
     """Every file to consider under the arguments, sorted by path, each once."""
     found: dict[str, FoundFile] = {}
-    for root in expand(args):
+    irregular: set[str] = set()
+    roots = expand(args)
+    for root in roots:
         if os.path.isdir(root):
-            _walk_dir(root, include, exclude, found)
+            _walk_dir(root, include, exclude, found, irregular)
         elif detect_type(Path(root)) is not None:
             st = os.stat(root)
-            found[root] = FoundFile(root, st.st_size, st.st_mtime_ns)
-    return [found[p] for p in sorted(found)]
+            if stat.S_ISREG(st.st_mode):
+                found[root] = FoundFile(root, st.st_size, st.st_mtime_ns)
+            else:
+                irregular.add(root)
+    return Walked(roots, [found[p] for p in sorted(found)], sorted(irregular))
 
 
 def _walk_dir(
-    root: str, include: Sequence[str], exclude: Sequence[str], found: dict[str, FoundFile]
+    root: str,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    found: dict[str, FoundFile],
+    irregular: set[str],
 ) -> None:
     stack = [root]
     while stack:
@@ -103,11 +131,12 @@ def _walk_dir(
                 if entry.is_dir(follow_symlinks=False):
                     subfolders.append(entry.path)
                     continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue  # sockets, fifos, devices
                 if include and not _matches(include, name, rel):
                     continue
                 if detect_type(Path(name)) is None:
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    irregular.add(entry.path)  # sockets, fifos, devices
                     continue
                 st = entry.stat(follow_symlinks=False)
             except OSError:
