@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import collection_options, display_path, manifest_file, open_store
+from localgpt_cli.cli.kb import collection_options, display_path, open_manifest, open_store
 from localgpt_cli.render.tables import human_size, print_table
 
 EPILOG = """\b
@@ -36,19 +36,13 @@ def _collection(app: App) -> Any:
     return open_store(app).collection(app.settings.collection)
 
 
-def _manifest(app: App) -> Any:
-    from localgpt_cli.rag.manifest import Manifest
-
-    settings = app.settings
-    return Manifest.load(manifest_file(app), settings.db_uri, settings.collection)
-
-
 def _document_rows(app: App) -> list[dict[str, Any]]:
     """Stored documents joined with their manifest entries, plus files that failed."""
     from localgpt_cli.rag.manifest import FAILED
 
     coll = _collection(app)
-    entries = _manifest(app).ids()
+    manifest = open_manifest(app)
+    entries = manifest.ids()
     rows = []
     for doc in coll.documents():
         entry = entries.pop(doc.document_id, None)
@@ -59,7 +53,7 @@ def _document_rows(app: App) -> list[dict[str, Any]]:
             "ingested_at": entry.ingested_at if entry else None,
             "size": entry.size if entry else None,
         })  # fmt: skip
-    failed = [e for e in _manifest(app).entries.values() if e.status == FAILED]
+    failed = [e for e in manifest.entries.values() if e.status == FAILED]
     for e in failed:
         rows.append({
             "type": "document", "document_id": None, "path": e.path, "doc_type": e.type,
@@ -176,13 +170,16 @@ def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
     A file that is still under a folder you ingest comes back with the next ingest:
     exclude it there (--exclude) to keep it out.
     """
-    from localgpt_cli.rag.lock import ingest_lock, lock_path
+    from localgpt_cli.rag.lock import ingest_lock
+    from localgpt_cli.rag.manifest import migrate
 
+    settings = app.settings
     coll = _collection(app)
     targets = dict(resolve(app, coll, ref) for ref in refs)
     counts = {d.document_id: d.chunks for d in coll.documents()}
-    with ingest_lock(lock_path(app.settings.home_dir), wait_lock):
-        manifest = _manifest(app)
+    with ingest_lock(settings.db_uri, settings.home_dir, wait_lock):
+        migrate(settings.db_uri, settings.home_dir, settings.collection)
+        manifest = open_manifest(app)
         for doc_id in targets:
             entry = manifest.ids().get(doc_id)
             if entry is not None:

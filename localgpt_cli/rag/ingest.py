@@ -185,8 +185,7 @@ class Ingest:
         model: str,
         model_explicit: bool,
         client: OllamaClient,
-        manifest_path: Path,
-        lock_path: Path,
+        home: Path,
         wait_lock: float = 0.0,
     ) -> None:
         self.opts = options
@@ -195,8 +194,7 @@ class Ingest:
         self.model = model
         self.model_explicit = model_explicit
         self.client = client
-        self.manifest_path = manifest_path
-        self.lock_path = lock_path
+        self.home = home  # where a manifest from before the sidecar may still be
         self.wait_lock = wait_lock
         self.summary = Summary(dry_run=options.dry_run)
         self.down: LocalGPTError | None = None  # why embeddings could not be made
@@ -219,7 +217,8 @@ class Ingest:
         else:
             from localgpt_cli.rag.lock import ingest_lock
 
-            with ingest_lock(self.lock_path, self.wait_lock):
+            with ingest_lock(self.store.uri, self.home, self.wait_lock):
+                mf.migrate(self.store.uri, self.home, self.name)
                 yield from self._run()
         self.summary.ms = _ms(start)
         yield self.summary.record()
@@ -230,7 +229,7 @@ class Ingest:
 
         files = walk(self.opts.paths, self.opts.include, self.opts.exclude)
         yield from self._open_collection()
-        self.manifest = mf.Manifest.load(self.manifest_path, self.store.uri, self.name)
+        self.manifest = mf.open_manifest(self.store.uri, self.home, self.name)
         self.stats = EmbedStats()
         self.queue = EmbedQueue(
             self.client, self.model, self.coll, batch_size=self.opts.batch_size, stats=self.stats
@@ -288,7 +287,7 @@ class Ingest:
                 }
                 # Manifest first: a crash between the two leaves a table the manifest does
                 # not vouch for, which the next run re-checks, never the reverse.
-                self.manifest_path.unlink(missing_ok=True)
+                mf.manifest_file(self.store.uri, self.home, self.name).remove()
                 self.store.drop_collection(self.name)
                 self.coll = None
         if self.coll is None:
