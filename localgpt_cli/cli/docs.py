@@ -198,13 +198,16 @@ def rm_cmd(app: App, refs: tuple[str, ...], wait_lock: float) -> None:
             app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
 
 
-@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .pending")
+@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .health")
 @collection_options
 @json_option
 @pass_app
 def stats_cmd(app: App) -> None:
-    """Documents, chunks, pending embeddings, bytes on disk, model, dimension, indexes."""
+    """Documents, chunks, pending embeddings, bytes on disk, model, dimension, indexes
+    and their health (rows not indexed yet, a missing full-text index)."""
     st = _collection(app).stats()
+    health = st.health
+    assert health is not None
     record = {
         "type": "stats", "collection": st.name, "documents": st.documents, "chunks": st.rows,
         "pending": st.pending, "bytes": st.bytes, "model": st.model, "dim": st.dim,
@@ -214,6 +217,15 @@ def stats_cmd(app: App) -> None:
              "indexed_rows": i.indexed_rows, "unindexed_rows": i.unindexed_rows}
             for i in st.indexes
         ],
+        "health": {
+            "ok": not health.needs_repair, "unindexed_rows": health.unindexed_rows,
+            "fts_index": {"present": health.fts_present, "stale": health.fts_stale,
+                          "indexed_rows": health.fts_indexed,
+                          "unindexed_rows": health.fts_unindexed},
+            "vector_index": {"present": health.vector_present, "due": health.vector_due,
+                             "indexed_rows": health.vector_indexed,
+                             "unindexed_rows": health.vector_unindexed},
+        },
     }  # fmt: skip
     if app.output.json:
         app.output.record(record)
@@ -233,10 +245,18 @@ def stats_cmd(app: App) -> None:
         ["embedding model", st.model or "-"],
         ["dimension", st.dim or "-"],
         ["indexes", indexes or "-"],
+        ["index health", _health_text(health)],
         ["version", st.version],
         ["fragments", st.fragments],
     ]
     print_table(app.output, ["", ""], rows, header=False)
+
+
+def _health_text(health: Any) -> str:
+    problem = health.problem()
+    if problem is None:
+        return "ok"
+    return f"{problem}: the next ingest into this collection rebuilds it"
 
 
 @docs.command("collections", epilog="Example:\n\n  localgpt docs collections --json")
