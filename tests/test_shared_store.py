@@ -286,3 +286,51 @@ def test_our_sigv4_signature_is_the_one_botocore_computes():
     to_sign = auth.string_to_sign(request, auth.canonical_request(request))
     expected = auth.signature(to_sign, request)
     assert ours["authorization"].endswith(f"Signature={expected}")
+
+
+def test_a_run_whose_lease_was_taken_over_stops_before_writing(s3_server):
+    """A holder that stalled past its TTL and was overtaken finds out at its next
+    renewal: its write check and the end of its block raise lease_lost (exit 75)."""
+    from localgpt_cli.errors import LockBusy
+    from localgpt_cli.rag.lease import hold_lease
+    from localgpt_cli.rag.s3 import S3Client
+
+    client = S3Client.from_env(BUCKET)
+    with pytest.raises(LockBusy) as ended, hold_lease(client, LEASE, ttl=3) as check:
+        check()  # held: nothing to say
+        _s3().put_object(Bucket=BUCKET, Key=LEASE, Body=b'{"holder": "usurper pid 9"}')
+        deadline = time.monotonic() + 15  # the next renewal (every ttl/3 s) meets its ETag
+        while True:
+            try:
+                check()
+            except LockBusy as exc:
+                assert exc.code == "lease_lost" and exc.exit_code == 75
+                break
+            assert time.monotonic() < deadline, "the lost lease went unnoticed"
+            time.sleep(0.1)
+    assert ended.value.code == "lease_lost"
+    body = _s3().get_object(Bucket=BUCKET, Key=LEASE)["Body"].read()
+    assert b"usurper" in body  # the usurper's lease was left alone
+
+
+def test_the_manifest_object_is_only_written_over_the_version_read(s3_server):
+    from localgpt_cli.errors import LockBusy
+    from localgpt_cli.rag.manifest import OK, Entry, open_manifest
+
+    def entry(name: str) -> Entry:
+        return Entry(f"/notes/{name}", name, 1, 1, "sha", "text", 1, OK, "800/120", "now")
+
+    db = f"s3://{BUCKET}/kb"
+    mine = open_manifest(db, Path("/nonexistent-home"), "default")
+    theirs = open_manifest(db, Path("/nonexistent-home"), "default")
+    theirs.put(entry("theirs.md"))
+    theirs.compact()  # they took the lease over and saved first
+    mine.put(entry("mine.md"))
+    with pytest.raises(LockBusy) as lost:
+        mine.compact()
+    assert lost.value.code == "lease_lost" and "was changed by another run" in lost.value.message
+    saved = open_manifest(db, Path("/nonexistent-home"), "default")
+    assert list(saved.entries) == ["/notes/theirs.md"]
+    saved.put(entry("later.md"))
+    saved.compact()  # a writer that read the current version saves normally
+    assert len(open_manifest(db, Path("/nonexistent-home"), "default").entries) == 2

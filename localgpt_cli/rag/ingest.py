@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -206,6 +206,7 @@ class Ingest:
         self._pending_at_start = 0
         self._pending_drained = False
         self._pending_written = 0  # rows this run stored without a vector
+        self._check_lock: Callable[[], None] = lambda: None  # raises if the lock was lost
 
     # -- the run ------------------------------------------------------------------------
 
@@ -217,7 +218,7 @@ class Ingest:
         else:
             from localgpt_cli.rag.lock import ingest_lock
 
-            with ingest_lock(self.store.uri, self.home, self.wait_lock):
+            with ingest_lock(self.store.uri, self.home, self.wait_lock) as self._check_lock:
                 mf.migrate(self.store.uri, self.home, self.name)
                 yield from self._run()
         self.summary.ms = _ms(start)
@@ -709,6 +710,7 @@ class Ingest:
 
     def _commit(self, docs: list[_Doc]) -> Iterator[Event]:
         """One commit for these documents, then their manifest entries, then their records."""
+        self._check_lock()
         ids = [d.document_id for d in docs if d.chunks or d.stored]
         if ids:
             assert self.coll is not None

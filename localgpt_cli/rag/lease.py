@@ -24,7 +24,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
 from localgpt_cli.errors import LockBusy
@@ -43,21 +43,19 @@ class LeaseLost(LockBusy):
 @contextlib.contextmanager
 def hold_lease(
     client: S3Client, key: str, wait: float = 0.0, ttl: int = LEASE_SECONDS
-) -> Iterator[None]:
-    """Hold the lease at `key` for the block, waiting up to `wait` seconds for it."""
+) -> Iterator[Callable[[], None]]:
+    """Hold the lease at `key` for the block, waiting up to `wait` seconds for it; yields
+    a check to call before each write, which raises LeaseLost once the lease is lost."""
     lease = _Lease(client, key, ttl)
     lease.acquire(wait)
     try:
-        yield
+        yield lease.check
     finally:
         lost = lease.release()
     if lost:
-        raise LeaseLost(
-            f"The ingest lease s3://{client.bucket}/{key} was not renewed within {ttl} s "
-            "and another run took it over.",
-            hint="What was committed is kept; run again. A run that stalls this long "
-            "(suspended, or cut off from the object store) loses its lease.",
-        )
+        lease.check()
+
+
 
 
 class _Lease:
@@ -98,6 +96,15 @@ class _Lease:
             time.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0.05)))
         self._renewer = threading.Thread(target=self._renew, name="lease", daemon=True)
         self._renewer.start()
+
+    def check(self) -> None:
+        if self.lost:
+            raise LeaseLost(
+                f"The ingest lease s3://{self.client.bucket}/{self.key} was not renewed "
+                f"within {self.ttl} s and another run may have taken it over.",
+                hint="What was committed is kept; run again. A run that stalls this long "
+                "(suspended, or cut off from the object store) loses its lease.",
+            )
 
     def _renew(self) -> None:
         last_ok = time.monotonic()

@@ -17,7 +17,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from localgpt_cli.errors import LockBusy
@@ -33,20 +33,25 @@ def lock_path(db_uri: str, home: Path) -> Path:
 
 
 @contextlib.contextmanager
-def ingest_lock(db_uri: str, home: Path, wait: float = 0.0) -> Iterator[None]:
+def ingest_lock(db_uri: str, home: Path, wait: float = 0.0) -> Iterator[Callable[[], None]]:
     """Hold the store's ingest lock, waiting up to `wait` seconds; LockBusy (exit 75) if
-    another run holds it."""
+    another run holds it. Yields a check to call before each write: a lease can be lost
+    (it raises then), a flock cannot (it does nothing)."""
     where = sidecar.s3_location(db_uri)
     if where is None:
         with file_lock(lock_path(db_uri, home), wait):
-            yield
+            yield _held
         return
     from localgpt_cli.rag.lease import hold_lease
     from localgpt_cli.rag.s3 import S3Client
 
     bucket, prefix = where
-    with hold_lease(S3Client.from_env(bucket), f"{prefix}/ingest.lease", wait):
-        yield
+    with hold_lease(S3Client.from_env(bucket), f"{prefix}/ingest.lease", wait) as check:
+        yield check
+
+
+def _held() -> None:
+    """The write check of a flock: held until the process closes it."""
 
 
 @contextlib.contextmanager

@@ -119,7 +119,9 @@ class LocalFile:
 
 
 class ObjectFile:
-    """A manifest object in an S3 bucket: written whole (one PUT is atomic)."""
+    """A manifest object in an S3 bucket: written whole (one PUT is atomic), and only over
+    the version this process last read or wrote (a conditional put), so a run that lost
+    its lease cannot overwrite the manifest of the run that took it over."""
 
     appendable = False
 
@@ -127,6 +129,8 @@ class ObjectFile:
         self.bucket = bucket
         self.key = key
         self._client: Any = None
+        self._etag: str | None = None  # of the version last read or written
+        self._read = False
 
     def __str__(self) -> str:
         return f"s3://{self.bucket}/{self.key}"
@@ -141,16 +145,34 @@ class ObjectFile:
 
     def read(self) -> bytes | None:
         found = self.client.get(self.key)
+        self._etag, self._read = (found.etag if found else None), True
         return None if found is None else bytes(found.body)
 
     def append(self, header: bytes, data: bytes) -> None:
         raise NotImplementedError("an object is rewritten whole")
 
     def replace(self, data: bytes) -> None:
-        self.client.put(self.key, data)
+        from localgpt_cli.rag.lease import LeaseLost
+        from localgpt_cli.rag.s3 import PreconditionFailed
+
+        try:
+            self._etag = self.client.put(
+                self.key,
+                data,
+                if_none_match=self._read and self._etag is None,
+                if_match=self._etag,
+            )
+        except PreconditionFailed:
+            raise LeaseLost(
+                f"The manifest {self} was changed by another run while this one wrote the "
+                "store: this run's lease must have lapsed.",
+                hint="What was committed is kept; run again.",
+            ) from None
+        self._read = True
 
     def remove(self) -> None:
         self.client.delete(self.key)
+        self._etag, self._read = None, True
 
 
 def manifest_file(db_uri: str, home: Path, collection: str) -> ManifestFile:
