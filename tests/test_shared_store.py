@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import ROOT
+from tests.cli import ROOT, run
 from tests.kb import paragraph
 from tests.standin import StandIn, hashed_embeddings
 
@@ -145,6 +145,12 @@ def test_manifests_left_in_two_homes_are_merged_into_the_store(standin, tmp_path
         old.parent.mkdir(parents=True)
         old.write_bytes(header + b"".join(x for x in lines if f"/{name}/".encode() in x))
     shared.unlink()
+    # a read-only command already sees what the home's manifest knows, and moves nothing
+    listed = run("docs", "list", "--json",
+                 env={"LOCALGPT_HOME": str(homes["bravo"]), "LOCALGPT_DB": str(db)})  # fmt: skip
+    assert listed.exit_code == 0, listed.stderr
+    assert [r["ingested_at"] is not None for r in listed.records()] == [False, False, True, True]
+    assert _home_manifest(homes["bravo"], db).exists() and not shared.exists()
     calls = standin.embed_calls
     for name in docs:
         code, records, err = _finish(_start(homes[name], str(db), str(docs[name])))
