@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -76,7 +76,9 @@ def _stored(db: str) -> dict[str, bool]:
     return out
 
 
-def _two_homes_one_store(standin: StandIn, tmp_path: Path, db: str, where: str) -> None:
+def _two_homes_one_store(
+    standin: StandIn, tmp_path: Path, db: str, where: str, waiting: Callable[[int], bool]
+) -> None:
     """A holds the lock (its embedding is held); B exits 75 naming `where` and changes
     nothing; C (B again, with --wait-lock) waits for A, then both homes' files are
     stored, with no internal error, and either home's re-run finds nothing to do."""
@@ -95,8 +97,10 @@ def _two_homes_one_store(standin: StandIn, tmp_path: Path, db: str, where: str) 
         assert error["code"] == "lock_busy" and where in error["message"]
         assert "--wait-lock" in error["message"]
         c = _start(home_b, db, str(docs_b), "--wait-lock", "120")
-        time.sleep(1.0)  # C is now polling the lock that A holds
-        assert c.poll() is None
+        deadline = time.monotonic() + 60
+        while not waiting(c.pid):  # until C is seen waiting for the lock A holds
+            assert c.poll() is None and time.monotonic() < deadline, "C never waited"
+            time.sleep(0.1)
     finally:
         gate.opened.set()
     code_a, records_a, err_a = _finish(a)
@@ -117,7 +121,14 @@ def _two_homes_one_store(standin: StandIn, tmp_path: Path, db: str, where: str) 
 
 def test_two_homes_on_one_local_store_take_turns_and_lose_nothing(standin, tmp_path):
     db = tmp_path / "shared-db"
-    _two_homes_one_store(standin, tmp_path, str(db), str(db / "_localgpt" / "ingest.lock"))
+    lock = db / "_localgpt" / "ingest.lock"
+
+    def waiting(pid: int) -> bool:
+        """The process has the lock file open (it polls it with flock until A is done)."""
+        fds = Path(f"/proc/{pid}/fd")
+        return any(os.path.realpath(fd) == str(lock) for fd in fds.iterdir())
+
+    _two_homes_one_store(standin, tmp_path, str(db), str(lock), waiting)
     # the lock and the manifest are beside the tables, not in either home
     assert (db / "_localgpt" / "manifests" / "default.jsonl").is_file()
     assert not (tmp_path / "home-a" / "manifests").exists()
@@ -181,16 +192,17 @@ def _need_moto() -> None:
 
 
 @pytest.fixture
-def s3_server(isolated_env, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def s3_server(isolated_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """moto's S3 server on a free loopback port, with a bucket, and the AWS_* environment
     that points LanceDB and localgpt at it; yields the endpoint URL."""
     _need_moto()
     import boto3
 
     port = _free_port()
+    log = tmp_path / "moto.log"  # one line per request: the tests read the refusals
     server = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=log.open("wb"),
     )  # fmt: skip
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -226,6 +238,14 @@ def _s3():
     return boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
 
 
+def _lease_refusals(log: Path) -> list[str]:
+    """The server's log lines of lease writes refused with 412 (the lease was held)."""
+    return [
+        line for line in log.read_text(errors="replace").splitlines()
+        if f"PUT /{BUCKET}/{LEASE}" in line and '" 412 ' in line
+    ]  # fmt: skip
+
+
 def _keys() -> list[str]:
     return sorted(o["Key"] for o in _s3().list_objects_v2(Bucket=BUCKET).get("Contents", []))
 
@@ -235,7 +255,14 @@ LEASE = "kb/_localgpt/ingest.lease"
 
 def test_two_homes_on_one_s3_store_take_turns_through_a_lease(s3_server, standin, tmp_path):
     db = f"s3://{BUCKET}/kb"
-    _two_homes_one_store(standin, tmp_path, db, f"s3://{BUCKET}/{LEASE}")
+    log = tmp_path / "moto.log"
+    refusals = len(_lease_refusals(log))
+
+    def waiting(pid: int) -> bool:
+        """A conditional put of the lease was refused once more than B's: C's."""
+        return len(_lease_refusals(log)) > refusals + 1
+
+    _two_homes_one_store(standin, tmp_path, db, f"s3://{BUCKET}/{LEASE}", waiting)
     keys = _keys()
     assert "kb/_localgpt/manifests/default.jsonl" in keys
     assert LEASE not in keys  # released by the last run
