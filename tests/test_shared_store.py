@@ -119,6 +119,7 @@ def _two_homes_one_store(
         assert _summary(records)["unchanged"] == 3 and _summary(records)["embed_requests"] == 0
 
 
+@pytest.mark.slow
 def test_two_homes_on_one_local_store_take_turns_and_lose_nothing(standin, tmp_path):
     db = tmp_path / "shared-db"
     lock = db / "_localgpt" / "ingest.lock"
@@ -141,6 +142,7 @@ def _home_manifest(home_dir: Path, db: Path) -> Path:
     return home_dir / "manifests" / f"default-{digest}.jsonl"
 
 
+@pytest.mark.slow
 def test_manifests_left_in_two_homes_are_merged_into_the_store(standin, tmp_path):
     db = tmp_path / "shared-db"
     docs = {name: _corpus(tmp_path, name, 2) for name in ("alpha", "bravo")}
@@ -253,6 +255,7 @@ def _keys() -> list[str]:
 LEASE = "kb/_localgpt/ingest.lease"
 
 
+@pytest.mark.slow
 def test_two_homes_on_one_s3_store_take_turns_through_a_lease(s3_server, standin, tmp_path):
     db = f"s3://{BUCKET}/kb"
     log = tmp_path / "moto.log"
@@ -274,6 +277,7 @@ def test_two_homes_on_one_s3_store_take_turns_through_a_lease(s3_server, standin
     assert _summary(records)["unchanged"] == 3
 
 
+@pytest.mark.slow
 def test_a_live_lease_refuses_and_an_expired_one_is_taken_over(s3_server, standin, tmp_path):
     db = f"s3://{BUCKET}/kb"
     docs = _corpus(tmp_path, "alpha", 2)
