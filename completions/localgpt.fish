@@ -42,7 +42,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from docs && not __fish_seen_sub
 complete -c localgpt -n '__fish_seen_subcommand_from docs && not __fish_seen_subcommand_from collections list rm show stats' -a list -d 'Documents: id, path, type, chunks, status (ok, pending, failed), ingested.'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && not __fish_seen_subcommand_from collections list rm show stats' -a rm -d 'Remove documents (their chunks and their manifest entries).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs && not __fish_seen_subcommand_from collections list rm show stats' -a show -d 'The chunks of one document, in order, with page / heading / lines.'
-complete -c localgpt -n '__fish_seen_subcommand_from docs && not __fish_seen_subcommand_from collections list rm show stats' -a stats -d 'Documents, chunks, pending embeddings, bytes on disk, model, dimension, indexes.'
+complete -c localgpt -n '__fish_seen_subcommand_from docs && not __fish_seen_subcommand_from collections list rm show stats' -a stats -d 'Documents, chunks, pending embeddings, bytes on disk, model, dimension,...'
 complete -c localgpt -n '__fish_seen_subcommand_from docs' -s C -l collection -x -d 'Collection (default: \'default\', or LOCALGPT_COLLECTION).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs' -l db -x -d 'LanceDB folder or URI (default: $LOCALGPT_HOME/lancedb, or LOCALGPT_DB).'
 complete -c localgpt -n '__fish_seen_subcommand_from docs' -l json -d 'Write NDJSON records to stdout.'

@@ -170,7 +170,7 @@ def test_dry_run_reports_changes_without_making_them(standin, corpus):
     (corpus / "todo.txt").write_text("Something else entirely.\n")
     (corpus / "manual.pdf").unlink()
     (corpus / "new.md").write_text("# New\n\nA new note.\n")
-    manifests = sorted((home() / "manifests").iterdir())
+    manifests = sorted((home() / "lancedb" / "_localgpt" / "manifests").iterdir())
     before = [p.read_bytes() for p in manifests]
     version, calls = table_version(home()), standin.embed_calls
     r = invoke("ingest", str(corpus), "--dry-run", "--prune", "--json")
@@ -187,6 +187,7 @@ def test_piped_output_is_silent_on_success(standin, corpus):
 
 
 def _hold_lock(path: Path, seconds: float) -> subprocess.Popen:
+    path.parent.mkdir(parents=True, exist_ok=True)
     code = (
         "import fcntl, os, sys, time\n"
         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
@@ -203,7 +204,7 @@ def _hold_lock(path: Path, seconds: float) -> subprocess.Popen:
 
 
 def test_a_held_lock_exits_75_and_touches_nothing(standin, corpus):
-    holder = _hold_lock(home() / "ingest.lock", 30)
+    holder = _hold_lock(home() / "lancedb" / "_localgpt" / "ingest.lock", 30)
     try:
         r = invoke("ingest", str(corpus), "--json")
     finally:
@@ -213,12 +214,14 @@ def test_a_held_lock_exits_75_and_touches_nothing(standin, corpus):
     (error,) = r.records()
     assert error["type"] == "error" and error["code"] == "lock_busy"
     assert f"pid {holder.pid}" in error["message"] and "--wait-lock" in error["message"]
-    assert sorted(p.name for p in home().iterdir()) == ["ingest.lock"]
+    assert [str(p.relative_to(home())) for p in sorted(home().rglob("*"))] == [
+        "lancedb", "lancedb/_localgpt", "lancedb/_localgpt/ingest.lock"
+    ]
     assert standin.embed_calls == 0
 
 
 def test_wait_lock_waits_for_the_other_run(standin, corpus):
-    holder = _hold_lock(home() / "ingest.lock", 0.5)
+    holder = _hold_lock(home() / "lancedb" / "_localgpt" / "ingest.lock", 0.5)
     try:
         r = invoke("ingest", str(corpus), "--wait-lock", "10", "--json")
     finally:
@@ -455,14 +458,15 @@ def test_a_model_that_is_not_pulled_exits_4_and_pins_nothing(standin, corpus):
 
 
 def test_manifest_journal_survives_a_torn_line_and_compacts(tmp_path):
-    from localgpt_cli.rag.manifest import OK, Entry, Manifest
+    from localgpt_cli.rag.manifest import OK, Entry, LocalFile, Manifest
 
     path = tmp_path / "m.jsonl"
+    file = LocalFile(path)
 
     def entry(name: str, size: int) -> Entry:
         return Entry(str(tmp_path / name), name, size, 1, "sha", "text", 1, OK, "500/80", "now")
 
-    m = Manifest.load(path, "db", "c")
+    m = Manifest.load(file, "db", "c")
     m.put(entry("a", 1))
     m.put(entry("b", 2))
     m.flush()
@@ -471,15 +475,15 @@ def test_manifest_journal_survives_a_torn_line_and_compacts(tmp_path):
     m.flush()
     with open(path, "ab") as fh:
         fh.write(b'{"op": "put", "path": "/torn')  # SIGKILL in the middle of a write
-    loaded = Manifest.load(path, "db", "c")
+    loaded = Manifest.load(file, "db", "c")
     assert {e.path: e.size for e in loaded.entries.values()} == {str(tmp_path / "a"): 3}
     loaded.put(entry("c", 4))
     loaded.flush()  # starts on a fresh line: the torn one does not swallow it
-    again = Manifest.load(path, "db", "c")
+    again = Manifest.load(file, "db", "c")
     assert sorted(e.document_id for e in again.entries.values()) == ["a", "c"]
     again.compact()
     assert len(path.read_bytes().splitlines()) == 3  # header + one line per entry
-    assert Manifest.load(path, "db", "c").entries == again.entries
+    assert Manifest.load(file, "db", "c").entries == again.entries
 
 
 def test_chunk_limit_fails_the_document_with_a_clear_message(standin, tmp_path):
@@ -612,7 +616,7 @@ def _make_it_a_collection_from_before_titles() -> None:
         "text_hash": [text_hash(r["text"]) for r in rows],
     })  # fmt: skip
     table.merge_insert("chunk_id").when_matched_update_all().execute(old)
-    for manifest in (home() / "manifests").iterdir():
+    for manifest in (home() / "lancedb" / "_localgpt" / "manifests").iterdir():
         manifest.write_bytes(manifest.read_bytes().replace(b'/titled"', b'"'))
 
 
@@ -875,7 +879,7 @@ def test_dry_run_prints_its_plan_when_piped(standin, corpus):
 def test_a_lost_manifest_is_rebuilt_from_the_store_without_reembedding(standin, corpus):
     assert invoke("ingest", str(corpus)).exit_code == 0
     calls, version, rows = standin.embed_calls, table_version(home()), snapshot(home())
-    for manifest in (home() / "manifests").iterdir():
+    for manifest in (home() / "lancedb" / "_localgpt" / "manifests").iterdir():
         manifest.unlink()
     r = invoke("ingest", str(corpus), "--json")
     assert r.exit_code == 0, r.stderr
@@ -892,7 +896,7 @@ def test_a_lost_manifest_is_rebuilt_from_the_store_without_reembedding(standin, 
 def test_a_lost_manifest_with_an_edited_file_updates_only_that_file(standin, corpus):
     first = invoke("ingest", str(corpus), "--json")
     ids = {Path(d["path"]).name: d["document_id"] for d in records_of(first)}
-    for manifest in (home() / "manifests").iterdir():
+    for manifest in (home() / "lancedb" / "_localgpt" / "manifests").iterdir():
         manifest.unlink()
     (corpus / "todo.txt").write_text("Buy oat milk.\nRenew the passport.\nCall the bank.\n")
     r = invoke("ingest", str(corpus), "--json")

@@ -12,7 +12,7 @@ from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.cli.kb import (
     collection_options,
     display_path,
-    manifest_file,
+    open_manifest,
     open_store,
     resolve_document,
 )
@@ -43,19 +43,13 @@ def _collection(app: App) -> Any:
     return open_store(app).collection(app.settings.collection)
 
 
-def _manifest(app: App) -> Any:
-    from localgpt_cli.rag.manifest import Manifest
-
-    settings = app.settings
-    return Manifest.load(manifest_file(app), settings.db_uri, settings.collection)
-
-
 def _document_rows(app: App) -> list[dict[str, Any]]:
     """Stored documents joined with their manifest entries, plus files that failed."""
     from localgpt_cli.rag.manifest import FAILED
 
     coll = _collection(app)
-    entries = _manifest(app).ids()
+    manifest = open_manifest(app)
+    entries = manifest.ids()
     rows = []
     for doc in coll.documents():
         entry = entries.pop(doc.document_id, None)
@@ -66,7 +60,7 @@ def _document_rows(app: App) -> list[dict[str, Any]]:
             "ingested_at": entry.ingested_at if entry else None,
             "size": entry.size if entry else None,
         })  # fmt: skip
-    failed = [e for e in _manifest(app).entries.values() if e.status == FAILED]
+    failed = [e for e in manifest.entries.values() if e.status == FAILED]
     for e in failed:
         rows.append({
             "type": "document", "document_id": None, "path": e.path, "doc_type": e.type,
@@ -164,8 +158,10 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
     under a folder you ingest comes back with the next ingest: exclude it there
     (--exclude) to keep it out.
     """
-    from localgpt_cli.rag.lock import ingest_lock, lock_path
+    from localgpt_cli.rag.lock import ingest_lock
+    from localgpt_cli.rag.manifest import migrate
 
+    settings = app.settings
     coll = _collection(app)
     targets = dict(resolve_document(coll, ref) for ref in refs)
     counts = {d.document_id: d.chunks for d in coll.documents()}
@@ -177,9 +173,9 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
                                     f"({counts.get(doc_id, 0)} chunks)\n")  # fmt: skip
         if not ask(app, f"Remove {len(targets)} {noun}?"):
             return
-    app.settings.writable_dir("home")  # the lock and the manifest live there
-    with ingest_lock(lock_path(app.settings.home_dir), wait_lock):
-        manifest = _manifest(app)
+    with ingest_lock(settings.db_uri, settings.home_dir, wait_lock):
+        migrate(settings.db_uri, settings.home_dir, settings.collection)
+        manifest = open_manifest(app)
         for doc_id in targets:
             entry = manifest.ids().get(doc_id)
             if entry is not None:
@@ -198,13 +194,16 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
             app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
 
 
-@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .pending")
+@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .health")
 @collection_options
 @json_option
 @pass_app
 def stats_cmd(app: App) -> None:
-    """Documents, chunks, pending embeddings, bytes on disk, model, dimension, indexes."""
+    """Documents, chunks, pending embeddings, bytes on disk, model, dimension, indexes
+    and their health (rows not indexed yet, a missing full-text index)."""
     st = _collection(app).stats()
+    health = st.health
+    assert health is not None
     record = {
         "type": "stats", "collection": st.name, "documents": st.documents, "chunks": st.rows,
         "pending": st.pending, "bytes": st.bytes, "model": st.model, "dim": st.dim,
@@ -214,6 +213,15 @@ def stats_cmd(app: App) -> None:
              "indexed_rows": i.indexed_rows, "unindexed_rows": i.unindexed_rows}
             for i in st.indexes
         ],
+        "health": {
+            "ok": not health.needs_repair, "unindexed_rows": health.unindexed_rows,
+            "fts_index": {"present": health.fts_present, "stale": health.fts_stale,
+                          "indexed_rows": health.fts_indexed,
+                          "unindexed_rows": health.fts_unindexed},
+            "vector_index": {"present": health.vector_present, "due": health.vector_due,
+                             "indexed_rows": health.vector_indexed,
+                             "unindexed_rows": health.vector_unindexed},
+        },
     }  # fmt: skip
     if app.output.json:
         app.output.record(record)
@@ -233,10 +241,18 @@ def stats_cmd(app: App) -> None:
         ["embedding model", st.model or "-"],
         ["dimension", st.dim or "-"],
         ["indexes", indexes or "-"],
+        ["index health", _health_text(health)],
         ["version", st.version],
         ["fragments", st.fragments],
     ]
     print_table(app.output, ["", ""], rows, header=False)
+
+
+def _health_text(health: Any) -> str:
+    problem = health.problem()
+    if problem is None:
+        return "ok"
+    return f"{problem}: the next ingest into this collection rebuilds it"
 
 
 @docs.command("collections", epilog="Example:\n\n  localgpt docs collections --json")

@@ -13,7 +13,6 @@ from localgpt_cli.cli.kb import (
     collection_options,
     display_path,
     embed_model_option,
-    manifest_file,
     model_explicit,
     open_store,
 )
@@ -136,7 +135,6 @@ def ingest(
     from localgpt_cli.llm.client import OllamaClient
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
-    from localgpt_cli.rag.lock import lock_path
 
     if not app.debug:
         # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
@@ -177,8 +175,7 @@ def ingest(
         model_explicit=model_explicit(app),
         # Embedding a batch can take a while on a CPU; 120 s unless --timeout says otherwise.
         client=OllamaClient(settings.host, timeout=settings.timeout or 120.0),
-        manifest_path=manifest_file(app),
-        lock_path=lock_path(settings.home_dir),
+        home=settings.home_dir,
         wait_lock=wait_lock,
     )
     view = _View(app, dry_run)

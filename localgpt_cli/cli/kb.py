@@ -7,7 +7,6 @@ config file), so a cron line, a config file and a one-off flag all mean the same
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -137,10 +136,12 @@ def chosen_embed_model(app: App) -> str:
     return app.catalog.resolve(name, app.output.warn) if model_explicit(app) else name
 
 
-def manifest_file(app: App) -> Path:
-    from localgpt_cli.rag.manifest import manifest_path
+def open_manifest(app: App) -> Any:
+    """The collection's manifest, kept beside the store (see rag/sidecar.py)."""
+    from localgpt_cli.rag.manifest import open_manifest as open_
 
-    return manifest_path(app.settings.home_dir, app.settings.db_uri, app.settings.collection)
+    settings = app.settings
+    return open_(settings.db_uri, settings.home_dir, settings.collection)
 
 
 def display_path(path: str) -> str:

@@ -261,6 +261,7 @@ class _Searcher:
         self.where, self.post = build_filter(**options.filters)
         self.pool = candidate_pool(options.k)
         self._has_vectors: bool | None = None
+        self._fts_note: str | None = None
 
     @property
     def has_vectors(self) -> bool:
@@ -289,7 +290,27 @@ class _Searcher:
                 raise UsageError("The query has no words to search for.")
             mode = "vector"  # hybrid with nothing to match by keyword
         sides = {"vector": ["vector"], "keyword": ["keyword"]}.get(mode, ["vector", "keyword"])
+        if "keyword" in sides and self.fts_note:
+            warnings.append(self.fts_note)
         return _Plan(text, vector, mode, warnings, sides)
+
+    @property
+    def fts_note(self) -> str:
+        """A warning when the full-text index is missing from a non-empty collection (a
+        killed ingest): keyword search still answers, but without the index's stemming
+        and stop words, so it silently finds less. Search must not write, so it says how
+        to rebuild the index rather than rebuilding it."""
+        if self._fts_note is None:
+            coll = self.collection
+            missing = not coll.has_fts_index() and coll.count() > 0
+            self._fts_note = (
+                f"Collection {coll.name!r} has no full-text index (an ingest was "
+                "interrupted): keyword matches miss other forms of a word. Any ingest into "
+                f"it rebuilds the index: localgpt ingest -C {coll.name} PATH..."
+                if missing
+                else ""
+            )
+        return self._fts_note
 
     def _query(self, plan: _Plan, side: str, limit: int) -> VectorQuery | KeywordQuery:
         from localgpt_cli.rag.store import KeywordQuery, VectorQuery

@@ -214,6 +214,52 @@ class IndexInfo:
 
 
 @dataclass
+class IndexHealth:
+    """Whether the indexes cover the rows: what `docs stats` reports and ingest repairs.
+
+    A run killed before its final `optimize()` leaves rows the indexes do not cover yet
+    (still searched, by a slower scan), or no full-text index at all (killed between
+    creating a table and indexing it): keyword search then matches words without the
+    index's stemming and stop words, so "observation" no longer finds "observations".
+    Nothing else would notice, since a re-run with nothing changed does not optimize.
+    """
+
+    rows: int
+    fts_present: bool
+    fts_indexed: int
+    fts_unindexed: int
+    vector_present: bool
+    vector_indexed: int
+    vector_unindexed: int
+    vector_due: bool  # the ANN index should be built (or retrained) now
+
+    @property
+    def fts_stale(self) -> bool:
+        """The full-text index exists but leaves rows out."""
+        return self.fts_present and self.fts_unindexed > 0
+
+    @property
+    def unindexed_rows(self) -> int:
+        """Rows some index does not cover yet (every row when the FTS index is missing)."""
+        fts = self.fts_unindexed if self.fts_present else self.rows
+        return max(fts, self.vector_unindexed if self.vector_present else 0)
+
+    @property
+    def needs_repair(self) -> bool:
+        return not self.fts_present or self.unindexed_rows > 0 or self.vector_due
+
+    def problem(self) -> str | None:
+        """What is wrong, in a few words (None when nothing is)."""
+        if not self.fts_present:
+            return "no full-text index"
+        if self.unindexed_rows:
+            return f"{self.unindexed_rows:,} rows not indexed yet"
+        if self.vector_due:
+            return "a vector index due to be (re)built"
+        return None
+
+
+@dataclass
 class CollectionStats:
     """What `docs stats` shows."""
 
@@ -227,6 +273,7 @@ class CollectionStats:
     version: int
     fragments: int
     indexes: list[IndexInfo] = field(default_factory=list)
+    health: IndexHealth | None = None
 
 
 @dataclass
@@ -764,6 +811,7 @@ class Collection:
             version=self.version,
             fragments=int(_stat(_stat(raw, "fragment_stats") or {}, "num_fragments") or 0),
             indexes=self.indexes(),
+            health=self.index_health(),
         )
 
     # -- indexes and maintenance ----------------------------------------------------
@@ -786,20 +834,50 @@ class Collection:
     def has_vector_index(self) -> bool:
         return _VECTOR_INDEX in self.index_names()
 
+    def has_fts_index(self) -> bool:
+        return _FTS_INDEX in self.index_names()
+
+    def index_health(self) -> IndexHealth:
+        """How far the indexes cover the rows (see IndexHealth); a few metadata reads."""
+        fts = self._index_rows(_FTS_INDEX)
+        vector = self._index_rows(_VECTOR_INDEX)
+        return IndexHealth(
+            rows=self.count(),
+            fts_present=fts is not None,
+            fts_indexed=fts[0] if fts else 0,
+            fts_unindexed=fts[1] if fts else 0,
+            vector_present=vector is not None,
+            vector_indexed=vector[0] if vector else 0,
+            vector_unindexed=vector[1] if vector else 0,
+            vector_due=self._vector_index_due(VECTOR_INDEX_MIN_ROWS)[0],
+        )
+
+    def _index_rows(self, name: str) -> tuple[int, int] | None:
+        """(indexed, unindexed) rows of index `name`, None when it does not exist."""
+        if name not in self.index_names():
+            return None
+        stats = self.table.index_stats(name)
+        if stats is None:
+            return None
+        return int(stats.num_indexed_rows or 0), int(stats.num_unindexed_rows or 0)
+
     def ensure_indexes(self, min_rows: int = VECTOR_INDEX_MIN_ROWS) -> bool:
         """Create the FTS index if missing, and the ANN index once `min_rows` rows have
         vectors. Returns True when it built the vector index now."""
         self.ensure_fts_index()
-        rows = None
-        if self.has_vector_index():
-            if not self._index_outdated():
-                return False
-        else:
-            rows = self.count_with_vectors()
-            if rows < min_rows:
-                return False
+        due, rows = self._vector_index_due(min_rows)
+        if not due:
+            return False
         self.build_vector_index(rows)
         return True
+
+    def _vector_index_due(self, min_rows: int) -> tuple[bool, int | None]:
+        """Whether the ANN index should be built or retrained now, and the rows with
+        vectors when they had to be counted."""
+        if self.has_vector_index():
+            return self._index_outdated(), None
+        rows = self.count_with_vectors()
+        return rows >= min_rows, rows
 
     def _index_outdated(self) -> bool:
         """Whether the ANN index is of an older kind, or the table grew

@@ -163,8 +163,6 @@ def in_process_rerun(corpus: Path, home: Path, host: str) -> float:
     """Seconds of an unchanged re-run inside this process (lancedb imported beforehand)."""
     from localgpt_cli.llm.client import OllamaClient
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
-    from localgpt_cli.rag.lock import lock_path
-    from localgpt_cli.rag.manifest import manifest_path
     from localgpt_cli.rag.store import open_store
 
     db = str(home / "lancedb")
@@ -179,8 +177,7 @@ def in_process_rerun(corpus: Path, home: Path, host: str) -> float:
             model="nomic-embed-text",
             model_explicit=False,
             client=OllamaClient(host),
-            manifest_path=manifest_path(home, db, "default"),
-            lock_path=lock_path(home),
+            home=home,
         )
         events = list(run.run())
         best = min(best, time.perf_counter() - start)
