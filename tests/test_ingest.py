@@ -142,6 +142,23 @@ def test_moved_file_keeps_its_document_and_is_not_reembedded(standin, corpus):
     assert summary_of(invoke("ingest", str(corpus), "--json"))["unchanged"] == 4
 
 
+def test_a_file_missing_outside_the_paths_named_is_not_taken_as_moved(standin, tmp_path):
+    """On a store shared by two machines, the other machine's files are missing here: a
+    file with the same content under this run's paths is added, the other stays."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    (there / "vpn.md").write_text("# VPN\n\nReset the VPN with the blue button.\n")
+    assert invoke("ingest", str(there)).exit_code == 0
+    (there / "vpn.md").rename(here / "vpn.md")  # gone from `there`, as if on another machine
+    r = invoke("ingest", str(here), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [(d["status"], d["path"]) for d in records_of(r)] == [
+        ("added", str(here / "vpn.md"))
+    ]
+    assert stored_paths() == {str(here / "vpn.md"), str(there / "vpn.md")}
+
+
 def test_prune_removes_documents_whose_files_are_gone(standin, corpus):
     invoke("ingest", str(corpus))
     (corpus / "todo.txt").unlink()

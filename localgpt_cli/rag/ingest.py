@@ -486,14 +486,15 @@ class Ingest:
                 self.summary.unchanged += 1
                 continue
             maybe.append((f, entry))
-        # A vanished file anywhere may have moved here; only those under the paths named
-        # may be pruned (an unmounted drive elsewhere is not a folder whose files were
-        # deleted).
-        vanished = [
-            e for p, e in manifest.entries.items() if p not in seen and not os.path.exists(p)
+        # Only files under the paths named in this run count as gone, to be pruned or taken
+        # as the source of a move: elsewhere, a missing file may be an unmounted drive, or
+        # (on a store shared by several machines) another machine's file.
+        gone = [
+            e
+            for p, e in manifest.entries.items()
+            if p not in seen and under(p, self.roots) and not os.path.exists(p)
         ]
-        gone = [e for e in vanished if under(e.path, self.roots)]
-        gone_by_sha = {e.sha256: e for e in vanished if e.status == mf.OK}
+        gone_by_sha = {e.sha256: e for e in gone if e.status == mf.OK}
         orphans = self._orphans() if any(entry is None for _, entry in maybe) else {}
         work: list[_Work] = []
         moves: list[tuple[_Work, mf.Entry]] = []
