@@ -70,16 +70,23 @@ def embed_model_option(f: F) -> F:
 
 
 def open_store(app: App, write: bool = False) -> Any:
-    """The knowledge base; with `write`, its folders (home for the lock and manifests, a
-    local database folder) are created first, or refused in one line naming the setting.
-    Without it nothing is created: reading a store that does not exist finds nothing."""
+    """The knowledge base; with `write`, the folder its lock and manifests go in (a local
+    database's own, or the home for object stores without a lease) is checked first, or
+    refused in one line naming the setting. Without it nothing is created: reading a
+    store that does not exist finds nothing."""
+    from localgpt_cli.rag import sidecar
     from localgpt_cli.rag.store import open_store as open_
 
     settings = app.settings
     if write:
-        settings.writable_dir("home")
         if "://" not in settings.db_uri:  # made by the first write, under the lock
+            if settings.sources.get("db", "").startswith("default"):  # inside the home
+                settings.writable_dir("home")
             settings.writable_dir("db", keep=False)
+        elif sidecar.local_dir(settings.db_uri) is None and not sidecar.s3_location(
+            settings.db_uri
+        ):
+            settings.writable_dir("home")
     return open_(settings.db_uri)
 
 
