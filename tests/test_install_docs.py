@@ -37,8 +37,10 @@ def test_pip_install_puts_man_pages_and_completions_under_share(tmp_path):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     pip("wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"), str(src))
     (wheel,) = (tmp_path / "dist").glob("localgpt_cli-*.whl")
+    # --target lays out bin/, share/ and the package like a prefix; --prefix would first
+    # uninstall the localgpt this test runs from.
     prefix = tmp_path / "prefix"
-    pip("install", "--no-deps", "--no-index", "--quiet", "--prefix", str(prefix), str(wheel))
+    pip("install", "--no-deps", "--no-index", "--quiet", "--target", str(prefix), str(wheel))
 
     pages = sorted(p.name for p in (ROOT / "man").glob("*.1"))
     assert "localgpt.1" in pages and "localgpt-search.1" in pages
