@@ -24,7 +24,7 @@ def test_man_pages_and_completions_are_not_stale():
 def _bash_complete(line: str) -> list[str]:
     words = line.split(" ")
     script = f"""
-source {ROOT / 'completions' / 'localgpt.bash'}
+source {ROOT / 'completions' / 'localgpt'}
 COMP_WORDS=({' '.join(repr(w) for w in words)})
 COMP_CWORD={len(words) - 1}
 _localgpt

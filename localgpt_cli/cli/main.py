@@ -46,6 +46,9 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                "Search a collection: hybrid, vector or keyword."),
     "eval": ("localgpt_cli.cli.eval", "eval_command",
              "Measure retrieval quality (nDCG, recall, MRR) on labelled questions."),
+    "completions": ("localgpt_cli.cli.docgen", "completions",
+                    "Print the bash, zsh or fish completion script."),
+    "man": ("localgpt_cli.cli.docgen", "man", "Print a man page (roff): localgpt man | man -l -"),
 }
 
 

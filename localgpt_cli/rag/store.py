@@ -3,7 +3,7 @@
 Everything LanceDB-specific lives here (schema, commits, indexes, query builders), so that
 retrieval, ingest and the CLI talk to a small `Collection` API and swapping the database
 touches one file. lancedb and pyarrow are imported inside functions: importing lancedb
-costs over a second (mostly its generated REST client for remote namespaces), which
+costs about a second even without its REST namespace client (`lancedb_import`), which
 `localgpt --help` and `localgpt chat` without retrieval must not pay.
 
 Durability rules the ingest pipeline relies on:
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, NotFound, UsageError
+from localgpt_cli.rag.lancedb_import import import_lancedb
 from localgpt_cli.rag.titles import embed_body
 from localgpt_cli.rag.types import Chunk
 
@@ -300,7 +301,7 @@ class Store:
     @property
     def db(self) -> Any:
         if self._db is None:
-            import lancedb
+            lancedb = import_lancedb()
 
             try:  # lancedb.connect creates a local folder that does not exist yet
                 self._db = lancedb.connect(self.uri)
@@ -1013,7 +1014,7 @@ class Collection:
         the latest version after this object wrote to the table."""
         import asyncio
 
-        import lancedb
+        lancedb = import_lancedb()
 
         if self._loop is None:
             self._loop = asyncio.new_event_loop()

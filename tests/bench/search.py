@@ -10,13 +10,23 @@ data is cached under tests/.cache/ (memory-mapped, written in batches: 1M x 768 
 3 GB). Reports in-process p50 latency of `retrieve.search` (vector and hybrid, k=10),
 recall@10 against exact NumPy search, index build times, the two older stores, and the
 import time of lancedb.
+
+    python -m tests.bench.search --one-shot [--runs 10] [--one-shot-rows 10000]
+
+times only whole one-shot `localgpt search` processes (hybrid and keyword) on a 10k-chunk
+collection against `python -c "import lancedb"`, round-robin in one run, and prints the
+median wall and CPU time of each and its ratio to the import (the target: under 1 s and
+<= 0.9x).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,9 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from localgpt_cli.config import DEFAULT_EMBED_MODEL
 from localgpt_cli.rag.retrieve import search, search_many
 from localgpt_cli.rag.store import VECTOR_INDEX_MIN_ROWS, Collection, open_store
 from localgpt_cli.rag.types import Chunk
+from tests.bench.common import interleaved_medians, standin_process, wall
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 CENTRES = 1000
@@ -348,6 +360,62 @@ def import_times(repeat: int = 5) -> dict:
     }
 
 
+def one_shot(rows: int, runs: int, dim: int = 768) -> dict:
+    """Whole `localgpt search` processes (interpreter, imports, opening the table,
+    embedding the query through a stand-in, one search, output) on a `rows`-chunk
+    collection, against `python -c "import lancedb"`: medians of round-robin runs, so
+    machine noise hits both sides alike and the ratio is what compares.
+
+    Also the CPU seconds (user + system) of each process: on a loaded machine wall time
+    includes waiting for a core, CPU time mostly does not, so it estimates the quiet
+    machine's wall time (from above for search, whose LanceDB threads run in parallel)."""
+    x, labels = dataset(rows, dim)
+    query = text_for(int(labels[0]), np.random.default_rng(3))
+    exe = shutil.which("localgpt") or f"{sys.prefix}/bin/localgpt"
+    cpu: dict[str, list[float]] = {}
+
+    def timed(name: str, cmd: list[str], env: dict[str, str] | None = None) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = wall(cmd, env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        cpu.setdefault(name, []).append(used)
+        return seconds
+
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp, standin_process() as url:
+        db = Path(tmp) / "lancedb"
+        coll = open_store(db).collection("default", create=True, dim=dim)
+        coll.set_model(DEFAULT_EMBED_MODEL, dim)  # the stand-in embeds it at 768-d
+        load_collection(coll, x, labels)
+        coll.optimize()  # what ingest leaves: compacted, full-text indexed
+        env = {"OLLAMA_HOST": url, "LOCALGPT_DB": str(db), "LOCALGPT_HOME": f"{tmp}/home"}
+        commands = {
+            "python -c 'import lancedb'": ([sys.executable, "-c", "import lancedb"], None),
+            "localgpt search QUERY": ([exe, "search", query], env),
+            "localgpt search --mode keyword": ([exe, "search", "--mode", "keyword", query], env),
+        }
+        cases = {
+            name: (lambda name=name, cmd=cmd, env=e: timed(name, cmd, env))
+            for name, (cmd, e) in commands.items()
+        }
+        for fn in cases.values():  # warm the page cache once
+            fn()
+        cpu.clear()
+        medians = interleaved_medians(cases, runs)
+    base = medians["python -c 'import lancedb'"]
+    base_cpu = statistics.median(cpu["python -c 'import lancedb'"])
+    out: dict = {"rows": rows, "runs": runs, "load_avg_1min": os.getloadavg()[0]}
+    for name, v in medians.items():
+        used = statistics.median(cpu[name])
+        out[name] = {
+            "median_s": round(v, 3),
+            "ratio": round(v / base, 3),
+            "cpu_s": round(used, 3),
+            "cpu_ratio": round(used / base_cpu, 3),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000,1000000")
@@ -366,7 +434,17 @@ def main(argv: list[str] | None = None) -> None:
         help="e.g. 10000,25000,50000: exact-scan "
         "latency and index build time at these sizes (uses the largest cached set)",
     )
+    ap.add_argument(
+        "--one-shot",
+        action="store_true",
+        help="only time one-shot `localgpt search` processes against `import lancedb`",
+    )
+    ap.add_argument("--one-shot-rows", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=10, help="round-robin runs of --one-shot")
     args = ap.parse_args(argv)
+    if args.one_shot:
+        print(json.dumps({"one_shot": one_shot(args.one_shot_rows, args.runs)}), flush=True)
+        return
     print(f"VECTOR_INDEX_MIN_ROWS={VECTOR_INDEX_MIN_ROWS}", flush=True)
     if not args.no_import_times:
         print(json.dumps({"import": import_times()}), flush=True)
@@ -374,6 +452,7 @@ def main(argv: list[str] | None = None) -> None:
         sweep = flat_sweep([int(s) for s in args.flat_sweep.split(",")], args.dim)
         print(json.dumps({"flat_sweep": sweep}), flush=True)
     print(json.dumps({"batch": batch_throughput()}), flush=True)
+    print(json.dumps({"one_shot": one_shot(args.one_shot_rows, args.runs)}), flush=True)
     for n in (int(s) for s in args.sizes.split(",") if s):
         result = bench_size(n, args.dim, args.queries, args.skip_jsonl_above)
         print(json.dumps(result), flush=True)

@@ -1,0 +1,67 @@
+"""Importing lancedb without running the `__init__` of its REST namespace client.
+
+`import lancedb` imports `lance_namespace`, which re-exports the pydantic models of
+`lance_namespace_urllib3_client` (the generated client for a remote Lance namespace
+server). Importing any submodule runs its package's `__init__` first, and that one also
+imports the ten generated REST API modules, the `ApiClient` and urllib3: about half of
+`import lancedb` (0.5-0.7 s on 2 cores), which a table in a folder or an object store
+never uses, and which a one-shot `localgpt search` paid on every run.
+
+`import_lancedb()` registers that package before lancedb imports it, with its `__init__`
+not yet run: submodules (`.models`) import as usual, since the package's `__path__` is
+set, and the first attribute asked of the package itself (`ApiClient`, `TableApi`, ...)
+runs the real `__init__` then, so a later real use of the REST client still works. Nothing
+of lancedb is patched; with a lancedb that no longer imports this package, or an
+environment where it is missing, the call is a plain `import lancedb`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from types import ModuleType
+from typing import Any
+
+REST_CLIENT = "lance_namespace_urllib3_client"
+
+
+def import_lancedb() -> ModuleType:
+    """The `lancedb` module, imported with the REST client's package `__init__` deferred."""
+    if "lancedb" not in sys.modules:
+        defer_package_init(REST_CLIENT)
+    import lancedb
+
+    return lancedb
+
+
+def defer_package_init(name: str) -> None:
+    """Put package `name` in `sys.modules` without running its `__init__` until an
+    attribute it does not have yet is asked for. Does nothing if it is already imported
+    or cannot be found (the real import then behaves as usual)."""
+    if name in sys.modules:
+        return
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    lock = threading.RLock()
+
+    def __getattr__(attr: str) -> Any:
+        # Called only for attributes the module lacks (PEP 562): its own `__path__`,
+        # `__spec__` and already imported submodules never trigger the real `__init__`.
+        with lock:
+            if module.__dict__.get("__getattr__") is __getattr__:
+                del module.__dict__["__getattr__"]
+                try:
+                    spec.loader.exec_module(module)  # type: ignore[union-attr]
+                except BaseException:
+                    sys.modules.pop(name, None)  # as a failed import leaves it
+                    raise
+        return getattr(module, attr)
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules[name] = module
