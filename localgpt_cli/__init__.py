@@ -3,4 +3,4 @@
 __version__ = "0.1.0"
 
 # Bumped only for breaking changes to the output contract (see README, "Output contract").
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2

@@ -16,7 +16,7 @@ def test_bare_command_prints_help_and_succeeds(isolated_env):
 
 def test_version(isolated_env):
     r = invoke("--version")
-    assert (r.exit_code, r.stdout) == (0, f"localgpt {__version__}\n")
+    assert (r.exit_code, r.stdout) == (0, f"localgpt {__version__} (output protocol 2)\n")
 
 
 def test_unknown_command_and_flag_are_usage_errors(isolated_env):

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from localgpt_cli import __version__
+from localgpt_cli import PROTOCOL_VERSION, __version__
 from localgpt_cli.cli.app import App
 from localgpt_cli.errors import (
     EXIT_INTERNAL,
@@ -108,7 +108,10 @@ Exit codes: 0 ok, 1 internal error, 2 usage, 3 Ollama unreachable,
     epilog=EPILOG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(__version__, "-V", "--version", message="localgpt %(version)s")
+@click.version_option(
+    __version__, "-V", "--version",
+    message=f"localgpt %(version)s (output protocol {PROTOCOL_VERSION})",
+)  # fmt: skip
 @click.option("--json", "json_out", is_flag=True, help="NDJSON on stdout (every command).")
 @click.option("--no-color", is_flag=True, help="No colour (also when NO_COLOR is set).")
 @click.option("--host", metavar="URL", help="Ollama server (overrides OLLAMA_HOST).")
