@@ -693,6 +693,8 @@ class Collection:
             return False
         if self.has_vector_index():
             return True
+        if self.pending_marked() is False:  # every row has its vector: the metadata says so
+            return self.count() > 0
         query = self.table.search().where("vector IS NOT NULL").select(["chunk_id"]).limit(1)
         return query.to_arrow().num_rows > 0
 

@@ -387,7 +387,8 @@ def one_shot(rows: int, runs: int, dim: int = 768) -> dict:
         coll = open_store(db).collection("default", create=True, dim=dim)
         coll.set_model(DEFAULT_EMBED_MODEL, dim)  # the stand-in embeds it at 768-d
         load_collection(coll, x, labels)
-        coll.optimize()  # what ingest leaves: compacted, full-text indexed
+        coll.optimize()  # what ingest leaves: compacted, full-text indexed,
+        coll.mark_pending(False)  # and marked as having every vector
         env = {"OLLAMA_HOST": url, "LOCALGPT_DB": str(db), "LOCALGPT_HOME": f"{tmp}/home"}
         commands = {
             "python -c 'import lancedb'": ([sys.executable, "-c", "import lancedb"], None),
