@@ -29,8 +29,8 @@ from localgpt_cli.errors import (
 )
 from localgpt_cli.history import HistoryStore
 from localgpt_cli.history import store as store_module
-from localgpt_cli.history.ids import ALPHABET, new_id, normalize_prefix
 from localgpt_cli.history.schema import APPLICATION_ID, SCHEMA_VERSION
+from localgpt_cli.ids import ALPHABET, new_id, normalize_prefix
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -97,7 +97,7 @@ def short_ids(store: HistoryStore, ids: Sequence[str]) -> dict[str, str]:
     Unique among all stored ids, not just the shown ones, so a shortened id can be
     pasted back into `history show`. One indexed range lookup per id in the common case.
     """
-    from localgpt_cli.history.ids import ID_LENGTH
+    from localgpt_cli.ids import ID_LENGTH
 
     out: dict[str, str] = {}
     for cid in ids:

@@ -41,11 +41,11 @@ import orjson
 
 from localgpt_cli.errors import AmbiguousId, InvalidInput, LockBusy, NotFound, UsageError
 from localgpt_cli.history import export as _export
-from localgpt_cli.history.ids import new_id, normalize_prefix
 from localgpt_cli.history.integrity import left_whole, mark_whole, quick_check
 from localgpt_cli.history.preflight import check_existing, damaged
 from localgpt_cli.history.schema import ROLES, migrate
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
+from localgpt_cli.ids import new_id, normalize_prefix
 
 BUSY_TIMEOUT_MS = 5000
 TITLE_LENGTH = 60

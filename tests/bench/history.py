@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.history import HistoryStore
-from localgpt_cli.history.ids import encode, new_id
 from localgpt_cli.history.integrity import MARKER_SUFFIX
 from localgpt_cli.history.schema import SCHEMA_VERSION
 from localgpt_cli.history.store import iso
+from localgpt_cli.ids import encode, new_id
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 GENERATOR_VERSION = 2  # bump when the generated data changes, to invalidate the cache
