@@ -39,7 +39,7 @@ from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.kernel.strategy import Warn
 from localgpt_cli.llm.catalog import ModelCatalog
-from localgpt_cli.llm.client import ModelInfo, OllamaClient
+from localgpt_cli.llm.provider import ModelInfo, Provider
 
 if TYPE_CHECKING:
     from localgpt_cli.history.store import HistoryStore
@@ -114,7 +114,7 @@ class Turn:
 
     def __init__(
         self,
-        client: OllamaClient,
+        client: Provider,
         catalog: ModelCatalog,
         request: TurnRequest,
         *,
