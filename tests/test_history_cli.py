@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from localgpt_cli.cli.history import short_ids
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import invoke, run_in_pty
 from tests.standin import Reply
 
@@ -20,8 +20,8 @@ def db_path() -> Path:
     return Path(os.environ["LOCALGPT_HOME"]) / "history.db"
 
 
-def open_store(clock=None) -> HistoryStore:
-    return HistoryStore.open(db_path(), clock=clock)
+def open_store(clock=None) -> SQLiteStore:
+    return SQLiteStore.open(db_path(), clock=clock)
 
 
 def aged(age: timedelta):

@@ -42,7 +42,7 @@ from localgpt_cli.llm.catalog import ModelCatalog
 from localgpt_cli.llm.provider import ModelInfo, Provider
 
 if TYPE_CHECKING:
-    from localgpt_cli.history.store import HistoryStore
+    from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Message
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
@@ -118,7 +118,7 @@ class Turn:
         catalog: ModelCatalog,
         request: TurnRequest,
         *,
-        store: HistoryStore | None = None,
+        store: Store | None = None,
         toolbox: Toolbox | None = None,
         retriever: Retriever | None = None,
         warn: Warn | None = None,
