@@ -63,7 +63,7 @@ def make_tool_conversation() -> str:
 def test_an_empty_history_is_a_friendly_line_on_stderr(isolated_env, args):
     r = invoke(*args)
     assert (r.exit_code, r.stdout) == (0, "")
-    # --json keeps stderr for JSON lines (PROTOCOL.md), so the note is for people only.
+    # --json keeps stderr for JSON lines (README.md, Output contract): the note is for people.
     friendly = 'No conversations yet. Start one with: localgpt chat "…"\n'
     assert r.stderr == ("" if "--json" in args else friendly)
     assert not db_path().exists()  # reading creates nothing
