@@ -1,4 +1,4 @@
-"""Ollama chat chunks -> StreamPackets.
+"""Chat chunks (`ChatChunk`, shaped as Ollama's: llm/provider.py) -> StreamPackets.
 
 Models disagree about where reasoning goes: `message.thinking` on current servers,
 `<think>…</think>` inside `content` on older ones and some templates. The normalizer

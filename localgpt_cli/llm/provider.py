@@ -110,7 +110,11 @@ class _Message(Protocol):
 
 
 class ChatChunk(Protocol):
-    """What the normalizer reads from a chunk (the `ollama` ChatResponse has these)."""
+    """One piece of a chat answer, as the kernel's normalizer reads it.
+
+    The `ollama` ChatResponse has these fields; another provider yields objects shaped
+    alike, so the kernel needs no branch per provider.
+    """
 
     message: _Message
     done: bool | None
