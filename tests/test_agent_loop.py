@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import invoke, run, run_in_pty, validate_packets
 from tests.standin import Reply
 
@@ -117,7 +117,7 @@ def test_tool_calls_on_the_done_chunk_are_collected(standin):
 
 
 def stored_answer(done: dict) -> str:
-    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+    with SQLiteStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
         message = store.get_message(done["message_id"])
     assert message.metadata["done_reason"] == done["reason"]
     assert message.metadata["used_tools"] == done["used_tools"]
@@ -166,7 +166,7 @@ def test_the_loop_guard_answer_is_what_a_pipe_reads(standin):
     sentence = ("Stopped without an answer: the model called calculator with the same "
                 "arguments 3 times in a row.")
     assert r.stdout == f"Let me see.\n\n{sentence}\n"
-    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+    with SQLiteStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
         (conversation,) = store.list_conversations()
         stored = store.messages(conversation.id)
     assert stored[1].content == "Let me see." and stored[1].tool_calls
@@ -418,7 +418,7 @@ def test_a_plugin_that_exits_interrupts_or_prints_does_not_end_the_turn(
     sent = standin.chat_requests()[-1]["messages"]
     assert [m["content"] for m in sent if m["role"] == "tool"] == [
         results[n]["result"] for n in names]
-    with HistoryStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+    with SQLiteStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
         stored = store.get_message(packets[-1]["payload"]["message_id"])
     assert stored.content == "All done."
 

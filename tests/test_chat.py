@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from localgpt_cli.kernel.context import message_tokens, prompt_budget
 from tests.cli import ROOT, invoke, run, validate_packets
 from tests.standin import Reply
@@ -256,7 +256,7 @@ def test_piped_text_in_another_encoding_is_decoded_like_an_ingested_file(
     assert sent == "café log line\n\nwhat is this"
     err = p.stderr.decode()
     assert (f"localgpt: warning: stdin: {warning}\n" == err) if warning else err == ""
-    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+    with SQLiteStore.open(isolated_env / "localgpt" / "history.db") as store:
         conversation = store.latest()
         assert conversation is not None
         assert store.messages(conversation.id)[0].content == sent
@@ -309,7 +309,7 @@ def test_piped_text_too_large_for_the_context_is_cut_in_the_middle_keeping_the_q
         {"source": "stdin", "chars": 2_000_000, "cut_chars": cut}]
     warnings = {w["code"]: w["message"] for w in map(json.loads, r.stderr.splitlines())}
     assert f"{cut:,} characters cut from the middle" in warnings["stdin_truncated"]
-    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+    with SQLiteStore.open(isolated_env / "localgpt" / "history.db") as store:
         conversation = store.latest()
         assert conversation is not None
         user, answer = store.messages(conversation.id)
@@ -330,7 +330,7 @@ def test_a_question_that_cannot_fit_is_refused_before_anything_is_sent(standin, 
     assert r.stderr.startswith("localgpt: error: the message does not fit the 1,024-token context")
     assert r.stderr.count("\n") == 1
     assert standin.chat_requests() == []
-    with HistoryStore.open(isolated_env / "localgpt" / "history.db") as store:
+    with SQLiteStore.open(isolated_env / "localgpt" / "history.db") as store:
         assert store.list_conversations() == []
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import ROOT, invoke, run, validate_packets
 from tests.standin import Reply
 
@@ -23,7 +23,7 @@ def test_a_turn_is_stored_and_named_in_done(standin, isolated_env):
     standin.script(Reply(thinking="hmm", content="Paris."), model="qwen3")
     r = invoke("chat", "--json", "-m", "qwen3", "capital of France?\nplease")
     done = r.records()[-1]["payload"]
-    with HistoryStore.open(db(isolated_env)) as store:
+    with SQLiteStore.open(db(isolated_env)) as store:
         conv = store.resolve(done["conversation_id"])
         msgs = store.messages(conv.id)
     assert conv.title == "capital of France?"
@@ -92,7 +92,7 @@ def test_error_mid_stream_stores_the_partial_answer_marked(standin, isolated_env
     standin.script(Reply(content=["half ", "an ", "answer"], error_after=2))
     r = invoke("chat", "--json", "q")
     done = r.records()[-1]["payload"]
-    with HistoryStore.open(db(isolated_env)) as store:
+    with SQLiteStore.open(db(isolated_env)) as store:
         msg = store.get_message(done["message_id"])
     assert msg.content == "half an "
     assert msg.metadata["done_reason"] == "error"
@@ -113,7 +113,7 @@ def test_ctrl_c_answer_is_stored_marked_aborted(standin, isolated_env):
     done = packets[-1]["payload"]
     assert done["reason"] == "aborted"
     streamed = "".join(p["payload"] for p in packets if p["type"] == "token")
-    with HistoryStore.open(db(isolated_env)) as store:
+    with SQLiteStore.open(db(isolated_env)) as store:
         msg = store.get_message(done["message_id"])
     assert msg.metadata["done_reason"] == "aborted"
     assert msg.content == streamed and streamed.startswith("kept ")
@@ -122,7 +122,7 @@ def test_ctrl_c_answer_is_stored_marked_aborted(standin, isolated_env):
 def test_unknown_model_stores_nothing(standin, isolated_env):
     invoke("chat", "-m", "nope", "hi")
     if db(isolated_env).exists():
-        with HistoryStore.open(db(isolated_env)) as store:
+        with SQLiteStore.open(db(isolated_env)) as store:
             assert store.list_conversations() == []
 
 
@@ -140,7 +140,7 @@ def test_two_processes_continuing_one_conversation_lose_nothing(standin, isolate
     for proc in procs:
         proc.communicate(timeout=60)
         assert proc.returncode == 0
-    with HistoryStore.open(db(isolated_env)) as store:
+    with SQLiteStore.open(db(isolated_env)) as store:
         messages = store.messages(cid)
     assert [m.seq for m in messages] == list(range(6))
     users = [m.content for m in messages if m.role == "user"]

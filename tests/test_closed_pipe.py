@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from localgpt_cli.errors import EXIT_PIPE
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import ROOT, invoke
 from tests.standin import Reply
 
@@ -37,8 +37,8 @@ def first_then_close(*args: str, read: int | None = None) -> tuple[bytes, int, b
     return first, proc.wait(timeout=60), err
 
 
-def history(isolated_env: Path) -> HistoryStore:
-    return HistoryStore.open(isolated_env / "localgpt" / "history.db")
+def history(isolated_env: Path) -> SQLiteStore:
+    return SQLiteStore.open(isolated_env / "localgpt" / "history.db")
 
 
 @pytest.mark.parametrize("json_mode", [True, False], ids=["json", "plain"])

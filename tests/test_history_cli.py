@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from localgpt_cli.cli.history import short_ids
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import invoke, run_in_pty
 from tests.standin import Reply
 
@@ -20,8 +20,8 @@ def db_path() -> Path:
     return Path(os.environ["LOCALGPT_HOME"]) / "history.db"
 
 
-def open_store(clock=None) -> HistoryStore:
-    return HistoryStore.open(db_path(), clock=clock)
+def open_store(clock=None) -> SQLiteStore:
+    return SQLiteStore.open(db_path(), clock=clock)
 
 
 def aged(age: timedelta):
@@ -63,7 +63,7 @@ def make_tool_conversation() -> str:
 def test_an_empty_history_is_a_friendly_line_on_stderr(isolated_env, args):
     r = invoke(*args)
     assert (r.exit_code, r.stdout) == (0, "")
-    # --json keeps stderr for JSON lines (PROTOCOL.md), so the note is for people only.
+    # --json keeps stderr for JSON lines (README.md, Output contract): the note is for people.
     friendly = 'No conversations yet. Start one with: localgpt chat "…"\n'
     assert r.stderr == ("" if "--json" in args else friendly)
     assert not db_path().exists()  # reading creates nothing

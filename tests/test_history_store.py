@@ -27,10 +27,10 @@ from localgpt_cli.errors import (
     NotFound,
     UsageError,
 )
-from localgpt_cli.history import HistoryStore
-from localgpt_cli.history import store as store_module
-from localgpt_cli.history.ids import ALPHABET, new_id, normalize_prefix
+from localgpt_cli.history import connection, search
 from localgpt_cli.history.schema import APPLICATION_ID, SCHEMA_VERSION
+from localgpt_cli.history.sqlite import SQLiteStore
+from localgpt_cli.ids import ALPHABET, new_id, normalize_prefix
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(db: Path, clock: Clock):
-    with HistoryStore.open(db, clock=clock) as s:
+    with SQLiteStore.open(db, clock=clock) as s:
         yield s
 
 
@@ -111,7 +111,7 @@ def test_id_prefix_reading_follows_crockford():
 def test_every_field_survives_a_round_trip_through_the_file(db: Path, clock: Clock):
     calls = [{"function": {"name": "calculator", "arguments": {"expression": "2+2"}}}]
     meta = {"sources": [{"path": "notes/vpn.md", "chunk": 3}], "usage": {"prompt_tokens": 9}}
-    with HistoryStore.open(db, clock=clock) as s:
+    with SQLiteStore.open(db, clock=clock) as s:
         conv = s.create_conversation("qwen3:8b", title="Sums", metadata={"system": "be brief"})
         user = s.add_message(conv.id, "user", "what is 2+2? ✓")
         clock.advance(seconds=1)
@@ -124,7 +124,7 @@ def test_every_field_survives_a_round_trip_through_the_file(db: Path, clock: Clo
             metadata=meta,
         )
         tool = s.add_message(conv.id, "tool", "4", tool_name="calculator", tool_call_id="call_1")
-    with HistoryStore.open(db) as s:
+    with SQLiteStore.open(db) as s:
         again = s.get(conv.id)
         stored = s.messages(conv.id)
     assert again == conv.__class__(
@@ -153,7 +153,7 @@ def test_every_field_survives_a_round_trip_through_the_file(db: Path, clock: Clo
     }
 
 
-def test_conversation_record_has_the_protocol_keys(store: HistoryStore):
+def test_conversation_record_has_the_protocol_keys(store: SQLiteStore):
     conv = store.create_conversation("llama3.2")
     store.add_message(conv.id, "user", "hi")
     record = store.list_conversations()[0].to_record()
@@ -163,7 +163,7 @@ def test_conversation_record_has_the_protocol_keys(store: HistoryStore):
     assert (record["type"], record["messages"], record["title"]) == ("conversation", 1, "hi")
 
 
-def test_seqs_count_from_zero_and_last_n_keeps_order(store: HistoryStore):
+def test_seqs_count_from_zero_and_last_n_keeps_order(store: SQLiteStore):
     conv = store.create_conversation("m")
     for i in range(7):
         store.add_message(conv.id, "user" if i % 2 == 0 else "assistant", f"message {i}")
@@ -178,7 +178,7 @@ def test_seqs_count_from_zero_and_last_n_keeps_order(store: HistoryStore):
     assert store.messages(conv.id, last=0) == []
 
 
-def test_appending_to_an_unknown_conversation_is_not_found(store: HistoryStore):
+def test_appending_to_an_unknown_conversation_is_not_found(store: SQLiteStore):
     with pytest.raises(NotFound) as err:
         store.add_message("01AAAAAAAAAAAAAAAAAAAAAAAA", "user", "hello")
     assert err.value.exit_code == EXIT_INVALID
@@ -186,36 +186,10 @@ def test_appending_to_an_unknown_conversation_is_not_found(store: HistoryStore):
         store.add_message(store.create_conversation("m").id, "robot", "beep")
 
 
-def test_an_aborted_answer_is_stored_and_marked_then_can_be_completed(
-    store: HistoryStore, clock: Clock
-):
-    conv = store.create_conversation("m")
-    store.add_message(conv.id, "user", "tell me a long story")
-    partial = store.add_message(
-        conv.id, "assistant", "Once upon a", metadata={"done_reason": "aborted", "usage": None}
-    )
-    assert store.get_message(partial.id).metadata == {"done_reason": "aborted", "usage": None}
-    clock.advance(seconds=5)
-    done = store.update_message(
-        partial.id,
-        content="Once upon a time.",
-        thinking="short story",
-        metadata={"done_reason": "stop", "usage": None, "timings": {"total_ms": 5}},
-    )
-    assert done.content == "Once upon a time."
-    assert done.thinking == "short story"
-    assert done.metadata == {"done_reason": "stop", "timings": {"total_ms": 5}}
-    assert store.get(conv.id).updated_at == "2026-03-01T12:00:05.000Z"
-    assert [h.message_id for h in store.search("time")] == [partial.id]
-    assert store.search("upon a") and not store.search("storyline")
-    with pytest.raises(NotFound):
-        store.update_message("01AAAAAAAAAAAAAAAAAAAAAAAA", content="x")
-
-
 # -- titles -------------------------------------------------------------------------------
 
 
-def test_title_comes_from_the_first_user_message_first_line(store: HistoryStore):
+def test_title_comes_from_the_first_user_message_first_line(store: SQLiteStore):
     conv = store.create_conversation("m")
     store.add_message(conv.id, "system", "You are terse.")
     assert store.get(conv.id).title is None
@@ -224,7 +198,7 @@ def test_title_comes_from_the_first_user_message_first_line(store: HistoryStore)
     assert store.get(conv.id).title == "Why is the sky blue?"
 
 
-def test_long_first_line_is_cut_to_60_characters(store: HistoryStore):
+def test_long_first_line_is_cut_to_60_characters(store: SQLiteStore):
     conv = store.create_conversation("m")
     store.add_message(conv.id, "user", "word " * 40)
     title = store.get(conv.id).title
@@ -232,7 +206,7 @@ def test_long_first_line_is_cut_to_60_characters(store: HistoryStore):
     assert title.startswith("word word")
 
 
-def test_blank_first_message_leaves_the_title_to_the_next(store: HistoryStore):
+def test_blank_first_message_leaves_the_title_to_the_next(store: SQLiteStore):
     conv = store.create_conversation("m")
     store.add_message(conv.id, "user", " \n ")
     assert store.get(conv.id).title is None
@@ -240,7 +214,7 @@ def test_blank_first_message_leaves_the_title_to_the_next(store: HistoryStore):
     assert store.get(conv.id).title == "second try"
 
 
-def test_a_given_title_is_kept(store: HistoryStore):
+def test_a_given_title_is_kept(store: SQLiteStore):
     conv = store.create_conversation("m", title="  Mine  ")
     store.add_message(conv.id, "user", "something else")
     assert store.get(conv.id).title == "Mine"
@@ -249,7 +223,7 @@ def test_a_given_title_is_kept(store: HistoryStore):
 # -- finding conversations ---------------------------------------------------------------
 
 
-def test_a_unique_prefix_in_any_case_resolves(store: HistoryStore):
+def test_a_unique_prefix_in_any_case_resolves(store: SQLiteStore):
     convs = [store.create_conversation("m") for _ in range(3)]
     target = convs[1]
     # The shortest prefix that no other id shares, plus one character.
@@ -262,7 +236,7 @@ def test_a_unique_prefix_in_any_case_resolves(store: HistoryStore):
     assert store.resolve(target.id) == store.get(target.id)
 
 
-def test_an_ambiguous_prefix_lists_the_candidates(store: HistoryStore):
+def test_an_ambiguous_prefix_lists_the_candidates(store: SQLiteStore):
     first = store.create_conversation("m", title="first")
     second = store.create_conversation("m", title="second")
     common = os.path.commonprefix([first.id, second.id])
@@ -275,7 +249,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(store: HistoryStore):
     assert first.id in message and second.id in message and "(second)" in message
 
 
-def test_unknown_ids_are_not_found(store: HistoryStore):
+def test_unknown_ids_are_not_found(store: SQLiteStore):
     store.create_conversation("m")
     for reference in ["ZZZZZZZZ", "not-an-id!", "01U"]:
         with pytest.raises(NotFound) as err:
@@ -286,7 +260,7 @@ def test_unknown_ids_are_not_found(store: HistoryStore):
         store.resolve("   ")
 
 
-def test_latest_is_the_most_recently_updated(store: HistoryStore, clock: Clock):
+def test_latest_is_the_most_recently_updated(store: SQLiteStore, clock: Clock):
     assert store.latest() is None
     with pytest.raises(NotFound):
         store.resolve("latest")
@@ -301,7 +275,7 @@ def test_latest_is_the_most_recently_updated(store: HistoryStore, clock: Clock):
     assert store.resolve("LATEST").id == older.id
 
 
-def test_list_is_newest_first_with_message_counts(store: HistoryStore, clock: Clock):
+def test_list_is_newest_first_with_message_counts(store: SQLiteStore, clock: Clock):
     convs = []
     for i in range(5):
         conv = store.create_conversation(f"model-{i}")
@@ -320,7 +294,7 @@ def test_list_is_newest_first_with_message_counts(store: HistoryStore, clock: Cl
 
 
 @pytest.fixture
-def searchable(store: HistoryStore):
+def searchable(store: SQLiteStore):
     conv = store.create_conversation("m")
     texts = [
         "How do I set up the VPN on my laptop?",
@@ -355,13 +329,13 @@ def searchable(store: HistoryStore):
         ("vpn zürich", []),  # all words must match
     ],
 )
-def test_search_takes_any_text_literally(searchable: HistoryStore, query, expected):
+def test_search_takes_any_text_literally(searchable: SQLiteStore, query, expected):
     conv_messages = searchable.messages(searchable.latest().id)  # type: ignore[union-attr]
     hits = searchable.search(query)
     assert sorted(h.seq for h in hits) == [conv_messages[i].seq for i in expected]
 
 
-def test_search_hits_carry_snippet_rank_and_conversation(searchable: HistoryStore):
+def test_search_hits_carry_snippet_rank_and_conversation(searchable: SQLiteStore):
     hits = searchable.search("vpn")
     assert len(hits) == 1
     hit = hits[0]
@@ -372,13 +346,13 @@ def test_search_hits_carry_snippet_rank_and_conversation(searchable: HistoryStor
     assert searchable.search("vpn", highlight=("[", "]"))[0].snippet.count("[VPN]") == 1
 
 
-def test_empty_search_is_invalid_input(searchable: HistoryStore):
+def test_empty_search_is_invalid_input(searchable: SQLiteStore):
     for text in ["", "   ", "\x00"]:
         with pytest.raises(InvalidInput):
             searchable.search(text)
 
 
-def test_search_ranks_and_limits(store: HistoryStore):
+def test_search_ranks_and_limits(store: SQLiteStore):
     conv = store.create_conversation("m")
     store.add_message(conv.id, "user", "kernel " + "filler " * 50)
     best = store.add_message(conv.id, "user", "kernel kernel kernel")
@@ -390,13 +364,13 @@ def test_search_ranks_and_limits(store: HistoryStore):
 
 
 def test_search_ranks_only_the_newest_matches_of_a_common_word(
-    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ):
     conv = store.create_conversation("m")
     oldest_best = store.add_message(conv.id, "user", "ping ping ping")
     newer = [store.add_message(conv.id, "user", f"ping number {i} of many") for i in range(5)]
     assert store.search("ping")[0].message_id == oldest_best.id
-    monkeypatch.setattr(store_module, "SEARCH_WINDOW", 3)
+    monkeypatch.setattr(search, "SEARCH_WINDOW", 3)
     assert {h.message_id for h in store.search("ping")} == {m.id for m in newer[-3:]}
     # Fewer matches than the window: all of them are ranked.
     assert [h.message_id for h in store.search("number 1")] == [newer[1].id]
@@ -405,7 +379,7 @@ def test_search_ranks_only_the_newest_matches_of_a_common_word(
 # -- deleting -----------------------------------------------------------------------------
 
 
-def test_delete_removes_messages_and_index_entries(store: HistoryStore, db: Path):
+def test_delete_removes_messages_and_index_entries(store: SQLiteStore, db: Path):
     keep = store.create_conversation("m")
     store.add_message(keep.id, "user", "zebra stays")
     gone = store.create_conversation("m")
@@ -423,7 +397,7 @@ def test_delete_removes_messages_and_index_entries(store: HistoryStore, db: Path
     assert [h.conversation_id for h in store.search("zebra")] == [keep.id]
 
 
-def test_delete_with_an_unknown_id_deletes_nothing(store: HistoryStore):
+def test_delete_with_an_unknown_id_deletes_nothing(store: SQLiteStore):
     conv = store.create_conversation("m")
     with pytest.raises(NotFound) as err:
         store.delete([conv.id, "01AAAAAAAAAAAAAAAAAAAAAAAA"])
@@ -431,7 +405,7 @@ def test_delete_with_an_unknown_id_deletes_nothing(store: HistoryStore):
     assert store.get(conv.id).id == conv.id
 
 
-def test_prune_deletes_by_last_update(store: HistoryStore, clock: Clock, db: Path):
+def test_prune_deletes_by_last_update(store: SQLiteStore, clock: Clock, db: Path):
     old = store.create_conversation("m")
     store.add_message(old.id, "user", "ancient words")
     revived = store.create_conversation("m")
@@ -451,7 +425,7 @@ def test_prune_deletes_by_last_update(store: HistoryStore, clock: Clock, db: Pat
 
 
 @pytest.fixture
-def exported(store: HistoryStore):
+def exported(store: SQLiteStore):
     conv = store.create_conversation("qwen3:8b", metadata={"system": "terse"})
     store.add_message(conv.id, "user", "What is 6*7?")
     store.add_message(
@@ -507,7 +481,7 @@ def test_export_of_an_unknown_format_or_id_is_refused(exported):
 
 
 def test_new_database_and_its_wal_files_are_private(db: Path):
-    with HistoryStore.open(db) as s:
+    with SQLiteStore.open(db) as s:
         s.add_message(s.create_conversation("m").id, "user", "secret")
         for path in [db, db.with_name("history.db-wal"), db.with_name("history.db-shm")]:
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
@@ -521,7 +495,7 @@ def assert_refused_untouched(path: Path, *words: str) -> InvalidInput:
     before = path.read_bytes()
     siblings = side_files(path)
     with pytest.raises(InvalidInput) as err:
-        HistoryStore.open(path)
+        SQLiteStore.open(path)
     assert err.value.exit_code == EXIT_INVALID
     assert str(path) in str(err.value)
     for word in words:
@@ -542,7 +516,7 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path):
 
 @pytest.fixture
 def filled(db: Path) -> Path:
-    with HistoryStore.open(db) as s:
+    with SQLiteStore.open(db) as s:
         conv = s.create_conversation("m")
         for i in range(300):
             s.add_message(conv.id, "user", f"message number {i} " + "padding " * 40)
@@ -571,24 +545,24 @@ def test_damage_found_by_a_query_is_invalid_input_naming_the_file(filled: Path):
     page = 4096
     data[page:] = b"\xff" * (len(data) - page)  # every page but the first (the schema)
     filled.write_bytes(bytes(data))
-    with HistoryStore.open(filled) as s, pytest.raises(InvalidInput) as err:
+    with SQLiteStore.open(filled) as s, pytest.raises(InvalidInput) as err:
         s.list_conversations()
     assert str(filled) in str(err.value) and "damaged" in str(err.value)
     assert filled.read_bytes() == bytes(data)
 
 
 def test_a_checked_file_is_checked_again_only_when_something_else_wrote_to_it(filled: Path):
-    with HistoryStore.open(filled) as s:
+    with SQLiteStore.open(filled) as s:
         assert s.checked  # left as the last writer left it: no second full read
         conversation = s.list_conversations()[0]
         s.add_message(conversation.id, "user", "one more")
-    with HistoryStore.open(filled) as s:
+    with SQLiteStore.open(filled) as s:
         assert s.checked
     conn = sqlite3.connect(filled)  # another program writes to it
     conn.execute("UPDATE conversations SET title = 'renamed'")
     conn.commit()
     conn.close()
-    with HistoryStore.open(filled) as s:
+    with SQLiteStore.open(filled) as s:
         assert not s.checked
         assert s.list_conversations()[0].title == "renamed"  # reading needs no check
         s.add_message(conversation.id, "user", "checked first")
@@ -600,14 +574,14 @@ def test_a_file_damaged_after_it_was_checked_is_refused_before_a_write(filled: P
     data = bytearray(filled.read_bytes())
     data[len(data) - 4096 :] = b"\xff" * 4096  # the last page: a message page, not the schema
     filled.write_bytes(bytes(data))
-    with HistoryStore.open(filled) as s, pytest.raises(InvalidInput) as err:
+    with SQLiteStore.open(filled) as s, pytest.raises(InvalidInput) as err:
         s.create_conversation("m")
     assert "damaged" in str(err.value) and f"mv {filled} {filled}.damaged" in str(err.value)
     assert filled.read_bytes() == bytes(data)
 
 
 def test_a_newer_schema_is_refused_untouched(db: Path):
-    with HistoryStore.open(db):
+    with SQLiteStore.open(db):
         pass
     conn = sqlite3.connect(db)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -636,7 +610,7 @@ def test_an_empty_file_and_an_empty_v0_database_are_migrated(tmp_path: Path):
     conn.close()
     assert v0.stat().st_size > 0
     for path in [empty, v0]:
-        with HistoryStore.open(path) as s:
+        with SQLiteStore.open(path) as s:
             s.add_message(s.create_conversation("m").id, "user", "works")
             assert [h.snippet for h in s.search("works")] == ["**works**"]
         conn = sqlite3.connect(path)
@@ -648,18 +622,18 @@ def test_a_path_that_cannot_hold_a_database_is_invalid_input(tmp_path: Path):
     folder = tmp_path / "history.db"
     folder.mkdir()
     with pytest.raises(InvalidInput) as err:
-        HistoryStore.open(folder)
+        SQLiteStore.open(folder)
     assert str(folder) in str(err.value)
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(InvalidInput) as err:
-        HistoryStore.open(blocker / "history.db")
+        SQLiteStore.open(blocker / "history.db")
     assert str(blocker) in str(err.value)
 
 
 def test_a_held_write_lock_becomes_lock_busy(db: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 100)
-    with HistoryStore.open(db) as s:
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 100)
+    with SQLiteStore.open(db) as s:
         conv = s.create_conversation("m")
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
@@ -679,10 +653,10 @@ _WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from localgpt_cli.history import HistoryStore
+    from localgpt_cli.history.sqlite import SQLiteStore
 
     db, conversation_id, name, go = sys.argv[1:5]
-    with HistoryStore.open(db) as store:
+    with SQLiteStore.open(db) as store:
         while not Path(go).exists():
             time.sleep(0.001)
         for i in range(200):
@@ -692,7 +666,7 @@ _WRITER = textwrap.dedent(
 
 
 def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path):
-    with HistoryStore.open(db) as s:
+    with SQLiteStore.open(db) as s:
         conv = s.create_conversation("m")
     go = tmp_path / "go"
     writers = [
@@ -708,7 +682,7 @@ def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path):
     for writer in writers:
         _, err = writer.communicate(timeout=60)
         assert writer.returncode == 0, err
-    with HistoryStore.open(db) as s:
+    with SQLiteStore.open(db) as s:
         stored = s.messages(conv.id)
         assert s.get(conv.id).messages == 400
     assert [m.seq for m in stored] == list(range(400))

@@ -9,7 +9,7 @@ import select
 import sys
 import time
 
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import ROOT
 from tests.standin import Reply
 
@@ -90,7 +90,7 @@ def test_repl_answers_keeps_one_conversation_and_survives_ctrl_c(standin, isolat
     assert [m["content"] for m in requests[2]["messages"]] == ["tell me a long story"]
     assert requests[3]["messages"][-1]["content"] == "still here?"
     assert requests[3]["messages"][0]["content"] == "tell me a long story"
-    with HistoryStore.open(os.path.join(os.environ["LOCALGPT_HOME"], "history.db")) as store:
+    with SQLiteStore.open(os.path.join(os.environ["LOCALGPT_HOME"], "history.db")) as store:
         conversations = store.list_conversations()
         assert sorted(c.messages for c in conversations) == [4, 4]
         newest = store.messages(conversations[0].id)

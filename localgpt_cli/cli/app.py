@@ -45,7 +45,7 @@ class App:
     @property
     def client(self) -> Any:
         if self._client is None:
-            from localgpt_cli.llm.client import OllamaClient
+            from localgpt_cli.llm.ollama import OllamaClient
 
             self._client = OllamaClient(self.settings.host, timeout=self.settings.timeout)
         return self._client

@@ -207,14 +207,14 @@ def chat(
 
 def open_history(app: App, readonly: bool = False) -> Any:
     """The history database under LOCALGPT_HOME (None when read-only and absent)."""
-    from localgpt_cli.history.store import HistoryStore
+    from localgpt_cli.history.sqlite import SQLiteStore
 
     path = app.settings.home_dir / "history.db"
     if readonly and not path.exists():
         return None
     if not readonly:
         app.settings.writable_dir("home")
-    store = HistoryStore.open(path)
+    store = SQLiteStore.open(path)
     # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
     # no connection open, and the file is recorded as checked (history/integrity.py).
     click.get_current_context().call_on_close(store.close)

@@ -25,7 +25,7 @@ from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
-    from localgpt_cli.history.store import HistoryStore
+    from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Conversation, ConversationSummary, Message
 
 EPILOG = """\b
@@ -58,15 +58,15 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 # -- shared helpers -------------------------------------------------------------------
 
 
-def _open(app: App) -> HistoryStore | None:
+def _open(app: App) -> Store | None:
     """The history store, or None when there is no history.db yet (nothing is created)."""
     from localgpt_cli.cli.chat import open_history
 
-    store: HistoryStore | None = open_history(app, readonly=True)
+    store: Store | None = open_history(app, readonly=True)
     return store
 
 
-def _resolve(store: HistoryStore | None, reference: str) -> Conversation:
+def _resolve(store: Store | None, reference: str) -> Conversation:
     """A conversation by id, prefix or `latest`; errors as one line (titles may hold newlines)."""
     if store is None:
         raise NotFound(
@@ -91,13 +91,13 @@ def _local_time(stamp: str) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def short_ids(store: HistoryStore, ids: Sequence[str]) -> dict[str, str]:
+def short_ids(store: Store, ids: Sequence[str]) -> dict[str, str]:
     """Each id cut to its shortest prefix (>= SHORT_ID_MIN) that names it alone, like git.
 
     Unique among all stored ids, not just the shown ones, so a shortened id can be
     pasted back into `history show`. One indexed range lookup per id in the common case.
     """
-    from localgpt_cli.history.ids import ID_LENGTH
+    from localgpt_cli.ids import ID_LENGTH
 
     out: dict[str, str] = {}
     for cid in ids:
@@ -552,7 +552,7 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
     (exit 2) unless -y, also when there is nothing to delete, so a script that works
     today keeps working.
     """
-    from localgpt_cli.history.store import iso
+    from localgpt_cli.history.rows import iso
 
     words = _spell(age)
     refuse_without_terminal(yes, f"prune conversations older than {words}")

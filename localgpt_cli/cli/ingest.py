@@ -132,7 +132,7 @@ def ingest(
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.errors import ModelNotFound, OllamaUnreachable, PartialFailure
     from localgpt_cli.heap import pin_mmap_threshold
-    from localgpt_cli.llm.client import OllamaClient
+    from localgpt_cli.llm.ollama import OllamaClient
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
 

@@ -1,9 +1,11 @@
-"""The SQLite store of conversations and messages (the only SQLite code in localgpt).
+"""Conversations and messages: the `Store` protocol and its SQLite implementation (the only
+SQLite code in localgpt).
 
-Use `HistoryStore.open(path)`; see store.py for how a turn is meant to be stored.
+Use `SQLiteStore.open(path)`; see protocol.py for how a turn is meant to be stored.
 """
 
-from localgpt_cli.history.store import HistoryStore
+from localgpt_cli.history.protocol import Store
+from localgpt_cli.history.sqlite import SQLiteStore
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
 
-__all__ = ["Conversation", "ConversationSummary", "HistoryStore", "Message", "SearchHit"]
+__all__ = ["Conversation", "ConversationSummary", "Message", "SQLiteStore", "SearchHit", "Store"]

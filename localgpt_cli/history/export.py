@@ -15,8 +15,8 @@ from typing import Any
 from localgpt_cli.history.types import Conversation, Message
 
 _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
-# done reasons that mean the answer did not end normally ("incomplete": stored before
-# streaming and never completed, see store.py).
+# done reasons that mean the answer did not end normally ("incomplete": an answer row
+# stored before streaming and never completed).
 _UNFINISHED = {"length", "max_iterations", "loop_guard", "aborted", "error", "incomplete"}
 
 

@@ -9,7 +9,7 @@ that does not even create one).
 
 This is cheap (one header read and one schema read), so it runs on every open. It
 does not read every page: the store runs `PRAGMA quick_check` once, before its first
-write (see store.py), and a read-only command reports damage when a query meets it.
+write (see sqlite.py), and a read-only command reports damage when a query meets it.
 """
 
 from __future__ import annotations

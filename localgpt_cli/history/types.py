@@ -1,7 +1,7 @@
 """What the history store hands out: conversations, messages, search hits.
 
 Each has `to_record()`, the flat dict written as one NDJSON line by `history --json`
-(the record shapes are part of the output contract, PROTOCOL.md). Times are ISO 8601
+(the record shapes are part of the output contract in README.md). Times are ISO 8601
 UTC strings with milliseconds, e.g. "2026-11-22T19:42:58.123Z"; they sort as text.
 """
 

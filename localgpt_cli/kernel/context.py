@@ -1,6 +1,6 @@
 """Prompt assembly: the fixed authority order, the history window and the token budget.
 
-Order (DESIGN.md): system prompt -> files named with --file -> retrieved excerpts ->
+The authority order: system prompt -> files named with --file -> retrieved excerpts ->
 history window -> the current user message. The first three and the last are pinned;
 only history is trimmed, oldest first, so a long conversation never pushes out the
 instructions or the question.

@@ -1,7 +1,7 @@
 """What grounds an answer in the user's documents: --file blocks and retrieved excerpts.
 
 Both become system messages placed after the system prompt and before the history
-(the authority order of DESIGN.md), each excerpt labelled `[Source: name, chunk N]`
+(the authority order, kernel/context.py), each excerpt labelled `[Source: name, chunk N]`
 so the model can cite it and the user can check the citation against the `sources`
 packet.
 """

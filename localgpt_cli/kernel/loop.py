@@ -23,7 +23,7 @@ from localgpt_cli.errors import UnsupportedCapability
 from localgpt_cli.kernel.normalize import Normalizer, ToolCallRequest
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.kernel.strategy import Warn
-from localgpt_cli.llm.client import OllamaClient
+from localgpt_cli.llm.provider import Provider
 
 if TYPE_CHECKING:
     from localgpt_cli.tools.base import Tool
@@ -59,7 +59,7 @@ class AgentLoop:
 
     def __init__(
         self,
-        client: OllamaClient,
+        client: Provider,
         model: str,
         factory: PacketFactory,
         *,

@@ -1,4 +1,4 @@
-"""Ollama chat chunks -> StreamPackets.
+"""Chat chunks (`ChatChunk`, shaped as Ollama's: llm/provider.py) -> StreamPackets.
 
 Models disagree about where reasoning goes: `message.thinking` on current servers,
 `<think>…</think>` inside `content` on older ones and some templates. The normalizer
@@ -8,39 +8,14 @@ no tag text ever reaches a `token` — also when a tag is split across chunks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
+from localgpt_cli.llm.provider import ChatChunk
 
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
-
-
-class _Function(Protocol):
-    name: str
-    arguments: Any
-
-
-class _ToolCall(Protocol):
-    function: _Function
-
-
-class _Message(Protocol):
-    content: str | None
-    thinking: str | None
-    tool_calls: Sequence[_ToolCall] | None
-
-
-class ChatChunk(Protocol):
-    """What the normalizer reads from a chunk (the `ollama` ChatResponse has these)."""
-
-    message: _Message
-    done: bool | None
-    done_reason: str | None
-    prompt_eval_count: int | None
-    eval_count: int | None
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal, TypedDict
 
-from localgpt_cli.history.ids import new_id
+from localgpt_cli.ids import new_id
 
 PacketType = Literal["token", "thought", "sources", "tool_start", "tool_result", "error", "done"]
 PACKET_TYPES: tuple[str, ...] = (

@@ -39,10 +39,10 @@ from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.kernel.strategy import Warn
 from localgpt_cli.llm.catalog import ModelCatalog
-from localgpt_cli.llm.client import ModelInfo, OllamaClient
+from localgpt_cli.llm.provider import ModelInfo, Provider
 
 if TYPE_CHECKING:
-    from localgpt_cli.history.store import HistoryStore
+    from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Message
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
@@ -114,11 +114,11 @@ class Turn:
 
     def __init__(
         self,
-        client: OllamaClient,
+        client: Provider,
         catalog: ModelCatalog,
         request: TurnRequest,
         *,
-        store: HistoryStore | None = None,
+        store: Store | None = None,
         toolbox: Toolbox | None = None,
         retriever: Retriever | None = None,
         warn: Warn | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from localgpt_cli.llm.client import ModelInfo
+from localgpt_cli.llm.provider import ModelInfo
 
 Warn = Callable[[str, str], None]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.errors import LocalGPTError, ModelNotFound
-from localgpt_cli.llm.client import ModelInfo, ModelSummary, OllamaClient
+from localgpt_cli.llm.provider import ModelInfo, ModelSummary, Provider
 
 TTL_SECONDS = 300.0
 
@@ -30,7 +30,7 @@ def canonical(name: str) -> str:
 class ModelCatalog:
     """Cached /api/tags and /api/show for one host."""
 
-    def __init__(self, client: OllamaClient, cache_path: Path, ttl: float = TTL_SECONDS):
+    def __init__(self, client: Provider, cache_path: Path, ttl: float = TTL_SECONDS):
         self.client = client
         self.cache_path = cache_path
         self.ttl = ttl

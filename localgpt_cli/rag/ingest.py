@@ -34,7 +34,7 @@ from localgpt_cli.rag.titles import embed_body
 from localgpt_cli.rag.walk import FoundFile, under, walk
 
 if TYPE_CHECKING:
-    from localgpt_cli.llm.client import OllamaClient
+    from localgpt_cli.llm.provider import Provider
     from localgpt_cli.rag.embedding import EmbedQueue
     from localgpt_cli.rag.store import Collection, DocumentSummary, Store
     from localgpt_cli.rag.types import Chunk
@@ -192,7 +192,7 @@ class Ingest:
         collection: str,
         model: str,
         model_explicit: bool,
-        client: OllamaClient,
+        client: Provider,
         home: Path,
         wait_lock: float = 0.0,
     ) -> None:
@@ -236,7 +236,7 @@ class Ingest:
         yield self.summary.record()
 
     def _run(self) -> Iterator[Event]:
-        from localgpt_cli.llm.client import EmbedStats
+        from localgpt_cli.llm.provider import EmbedStats
         from localgpt_cli.rag.embedding import EmbedQueue
 
         walked = walk(self.opts.paths, self.opts.include, self.opts.exclude)

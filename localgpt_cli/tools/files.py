@@ -228,16 +228,16 @@ def file_tools(
     """`read_file` and `list_directory` over one sandbox."""
     sandbox = Sandbox(roots, base)
     where = f"Allowed folders: {sandbox.roots_text()}."
+    return [_read_tool(sandbox, where, default_max_chars), _list_tool(sandbox, where)]
 
+
+def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
     def run_read(args: dict[str, Any]) -> str:
         return read_file(
             sandbox, args["path"], args.get("page"), args.get("max_chars", default_max_chars)
         )
 
-    def run_list(args: dict[str, Any]) -> str:
-        return list_directory(sandbox, args.get("path", "."), args.get("show_hidden", False))
-
-    read = Tool(
+    return Tool(
         name="read_file",
         description=(
             "Read a text or PDF file and return its text. Long files come back in pages "
@@ -273,7 +273,13 @@ def file_tools(
         ),
         core=True,
     )
-    listing = Tool(
+
+
+def _list_tool(sandbox: Sandbox, where: str) -> Tool:
+    def run_list(args: dict[str, Any]) -> str:
+        return list_directory(sandbox, args.get("path", "."), args.get("show_hidden", False))
+
+    return Tool(
         name="list_directory",
         description=(
             "List the files and folders in a directory with their sizes. "
@@ -303,4 +309,3 @@ def file_tools(
         ),
         core=True,
     )
-    return [read, listing]

@@ -60,20 +60,17 @@ def format_page(url: str, response: Any) -> str:
 
 def web_tools(search: WebSearchFn, fetch: WebFetchFn) -> list[Tool]:
     """The two hosted web tools over the session's callables."""
+    return [_search_tool(search), _fetch_tool(fetch)]
 
+
+def _search_tool(search: WebSearchFn) -> Tool:
     def run_search(args: dict[str, Any]) -> str:
         query = args["query"].strip()
         if not query:
             raise ToolError("the query is empty: say what to search for")
         return format_search(query, search(query, args.get("max_results", 5)))
 
-    def run_fetch(args: dict[str, Any]) -> str:
-        url = args["url"].strip()
-        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
-            raise ToolError(f"{url!r} is not an http(s) URL")
-        return format_page(url, fetch(url))
-
-    search_tool = Tool(
+    return Tool(
         name="web_search",
         description=(
             "Search the web for current information (news, prices, recent releases, facts "
@@ -102,7 +99,16 @@ def web_tools(search: WebSearchFn, fetch: WebFetchFn) -> list[Tool]:
             "find recent news about Ollama",
         ),
     )
-    fetch_tool = Tool(
+
+
+def _fetch_tool(fetch: WebFetchFn) -> Tool:
+    def run_fetch(args: dict[str, Any]) -> str:
+        url = args["url"].strip()
+        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+            raise ToolError(f"{url!r} is not an http(s) URL")
+        return format_page(url, fetch(url))
+
+    return Tool(
         name="web_fetch",
         description=(
             "Fetch a web page by URL and return its title, main text and links. Use it "
@@ -122,4 +128,3 @@ def web_tools(search: WebSearchFn, fetch: WebFetchFn) -> list[Tool]:
             "what does this page say: https://example.com/docs",
         ),
     )
-    return [search_tool, fetch_tool]

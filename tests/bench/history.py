@@ -35,11 +35,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from localgpt_cli.history import HistoryStore
-from localgpt_cli.history.ids import encode, new_id
 from localgpt_cli.history.integrity import MARKER_SUFFIX
+from localgpt_cli.history.rows import iso
 from localgpt_cli.history.schema import SCHEMA_VERSION
-from localgpt_cli.history.store import iso
+from localgpt_cli.history.sqlite import SQLiteStore
+from localgpt_cli.ids import encode, new_id
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache"
 GENERATOR_VERSION = 2  # bump when the generated data changes, to invalidate the cache
@@ -90,7 +90,7 @@ def plan(scale: float) -> tuple[int, int, int]:
 def build(path: Path, scale: float) -> None:
     """Create the schema with the store, then bulk-load rows with the store's triggers on."""
     conversations, messages, big = plan(scale)
-    HistoryStore.open(path).close()
+    SQLiteStore.open(path).close()
     corpus = Corpus(seed=7)
     rng = random.Random(11)
     rest = messages - big
@@ -193,7 +193,7 @@ def first_write_ms(path: Path, *, marked: bool) -> float:
     if not marked:
         path.with_name(path.name + MARKER_SUFFIX).unlink(missing_ok=True)
     began = time.perf_counter_ns()
-    with HistoryStore.open(path) as store:
+    with SQLiteStore.open(path) as store:
         conversation = store.create_conversation("bench")
         elapsed = (time.perf_counter_ns() - began) / 1e6
         store.delete([conversation.id])  # closing records the file as left whole again
@@ -214,13 +214,13 @@ def bench_scale(scale: float, repeat: int) -> dict[str, Any]:
         "search_matches": {},
     }
     ms = result["ms"]
-    ms["open"] = median_ms(lambda: HistoryStore.open(path).close(), repeat)
+    ms["open"] = median_ms(lambda: SQLiteStore.open(path).close(), repeat)
     runs = max(3, repeat // 10)
     ms["first_write"] = statistics.median(
         first_write_ms(path, marked=False) for _ in range(runs))
     ms["first_write_marked"] = statistics.median(
         first_write_ms(path, marked=True) for _ in range(runs))
-    with HistoryStore.open(path) as store:
+    with SQLiteStore.open(path) as store:
         long_id = longest(path)
         assert store.get(long_id).messages == big
         ms["list"] = median_ms(lambda: store.list_conversations(limit=20), repeat)
@@ -246,7 +246,7 @@ def bench_scale(scale: float, repeat: int) -> dict[str, Any]:
 
 
 ROWS = [
-    ("open", "HistoryStore.open + close", None),
+    ("open", "SQLiteStore.open + close", None),
     ("first_write", "open + first write (whole-file check)", None),
     ("first_write_marked", "open + first write (file left checked)", None),
     ("list", "list_conversations(limit=20)", "list"),

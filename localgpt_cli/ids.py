@@ -5,6 +5,9 @@ creation time, a prefix typed by a person (`history show 01JDX4`) can be resolve
 with a range scan on the primary key, and ids made on different machines never
 collide. Within one process, ids made in the same millisecond are still strictly
 increasing (the random part is incremented), so insertion order survives a sort.
+
+A module of its own, below both users: the history names its rows with these ids and
+the kernel names each turn's packets with one, and neither depends on the other for it.
 """
 
 from __future__ import annotations

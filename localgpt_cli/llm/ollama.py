@@ -1,4 +1,5 @@
-"""The one place that talks to Ollama, and the map from its failures to our errors.
+"""The Ollama provider: the one place that talks to Ollama, and the map from its failures
+to our errors.
 
 The `ollama` client raises a different thing for each way a request can fail (httpx
 errors, a builtin ConnectionError, ResponseError with a status or -1 mid-stream,
@@ -11,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import (
     LocalGPTError,
@@ -23,78 +24,15 @@ from localgpt_cli.errors import (
     ServerBusy,
     UnsupportedCapability,
 )
+from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
+
+if TYPE_CHECKING:
+    from localgpt_cli.llm.provider import Provider
 
 START_HINT = (
     "Start it with `ollama serve` (or the Ollama app), "
     "or set OLLAMA_HOST to where it runs."
 )
-
-
-@dataclass
-class ModelInfo:
-    """What /api/show says about a model, reduced to what localgpt decides with."""
-
-    name: str
-    capabilities: list[str]
-    context_length: int | None
-    family: str | None = None
-    parameter_size: str | None = None
-    quantization: str | None = None
-    parameters: str | None = None
-    template: str | None = None
-    modified_at: str | None = None
-
-    @property
-    def can_think(self) -> bool:
-        return "thinking" in self.capabilities
-
-    @property
-    def can_use_tools(self) -> bool:
-        return "tools" in self.capabilities
-
-    def to_record(self) -> dict[str, Any]:
-        template = (self.template or "").strip()
-        first_line = template.splitlines()[0] if template else ""
-        return {
-            "type": "model_info",
-            "name": self.name,
-            "capabilities": self.capabilities,
-            "context_length": self.context_length,
-            "family": self.family,
-            "parameters": self.parameter_size,
-            "quantization": self.quantization,
-            "model_parameters": self.parameters,
-            "template_summary": {
-                "lines": len(template.splitlines()),
-                "chars": len(template),
-                "first_line": first_line[:120],
-            },
-            "modified_at": self.modified_at,
-        }
-
-
-@dataclass
-class ModelSummary:
-    """One installed model, as `models list` shows it."""
-
-    name: str
-    size: int
-    family: str | None
-    parameters: str | None
-    quantization: str | None
-    modified_at: str | None
-    digest: str | None = None
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "type": "model",
-            "name": self.name,
-            "size": self.size,
-            "family": self.family,
-            "parameters": self.parameters,
-            "quantization": self.quantization,
-            "modified_at": self.modified_at,
-        }
 
 
 @dataclass
@@ -107,16 +45,6 @@ class RunningModel:
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "running_model", **self.__dict__}
-
-
-@dataclass
-class EmbedStats:
-    """Counts kept by `embed`, so callers can report requests and retries."""
-
-    requests: int = 0
-    inputs: int = 0
-    retries: int = 0
-    seconds: float = field(default=0.0)
 
 
 def _iso(value: Any) -> str | None:
@@ -378,3 +306,8 @@ class OllamaClient:
             stats.inputs += len(batch)
         stats.seconds += time.perf_counter() - start
         return vectors
+
+
+if TYPE_CHECKING:
+    # The type checker holds the client to the protocol the kernel is written against.
+    _provider: Provider = OllamaClient("")

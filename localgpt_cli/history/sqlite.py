@@ -1,65 +1,54 @@
-"""HistoryStore: conversations and their messages in one SQLite file.
+"""SQLiteStore: conversations and their messages in one SQLite file.
 
-The file is `$LOCALGPT_HOME/history.db` (the caller passes the path). It is opened in
-WAL mode, so `history list` in one terminal never waits for a `chat` writing in
-another, with a busy timeout, so two writers queue instead of failing, and with
-`synchronous=NORMAL`: a commit is safe against the process dying (Ctrl-C, kill) and
-costs no fsync; only a power cut can lose the last commits.
+The file is `$LOCALGPT_HOME/history.db` (the caller passes the path); how it is opened
+(WAL, busy timeout, synchronous=NORMAL) is in connection.py, the row layout in rows.py
+and full-text search in search.py. This class implements the `Store` protocol
+(protocol.py), which also says how a turn is meant to be stored.
 
 Every write is one `BEGIN IMMEDIATE` transaction: the write lock is taken before the
 next `seq` of a conversation is read, so two processes appending to the same
 conversation at once both succeed, one after the other, with consecutive seqs.
 
-How a turn is meant to be stored (the kernel's side of the contract):
-1. `add_message(cid, "user", text)` before the model is called;
-2. when `done` arrives, whatever its reason, `add_message(cid, "assistant", answer,
-   thinking=..., tool_calls=..., metadata={"done_reason": reason, "usage": ...})`.
-   `done` is always emitted, also after Ctrl-C or an error, so an aborted or failed
-   answer is stored with what had streamed so far and marked by `done_reason`.
-   A caller that wants a row to exist before streaming (so even SIGKILL leaves a
-   trace) may instead add the assistant message at the start with
-   metadata={"done_reason": "incomplete"} and complete it with `update_message`.
-
 SQLite errors never leave this class raw: a locked database becomes LockBusy, a
-damaged one InvalidInput naming the file (see `_sqlite_errors`).
+damaged one InvalidInput naming the file (see `connection.sqlite_errors`).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from os import PathLike
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-import orjson
-
-from localgpt_cli.errors import AmbiguousId, InvalidInput, LockBusy, NotFound, UsageError
+from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 from localgpt_cli.history import export as _export
-from localgpt_cli.history.ids import new_id, normalize_prefix
+from localgpt_cli.history import search as _search
+from localgpt_cli.history.connection import connect, sqlite_errors
 from localgpt_cli.history.integrity import left_whole, mark_whole, quick_check
-from localgpt_cli.history.preflight import check_existing, damaged
-from localgpt_cli.history.schema import ROLES, migrate
+from localgpt_cli.history.preflight import check_existing
+from localgpt_cli.history.rows import (
+    CONVERSATION_COLUMNS,
+    MESSAGE_COLUMNS,
+    dump,
+    iso,
+    load_object,
+    message_from_row,
+    title_from,
+)
+from localgpt_cli.history.schema import ROLES
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
+from localgpt_cli.ids import new_id, normalize_prefix
 
-BUSY_TIMEOUT_MS = 5000
-TITLE_LENGTH = 60
+if TYPE_CHECKING:
+    from localgpt_cli.history.protocol import Store
+
 # How many candidates an ambiguous prefix lists.
 CANDIDATES_SHOWN = 10
-SNIPPET_TOKENS = 16
-# How many of the newest matching messages `search` ranks (see there).
-SEARCH_WINDOW = 2000
-
-_CONVERSATION_COLUMNS = "id, title, model, message_count, created_at, updated_at"
-_MESSAGE_COLUMNS = (
-    "id, conversation_id, seq, role, content, thinking, tool_calls, tool_name, "
-    "tool_call_id, metadata, created_at"
-)
 # Ids are Crockford base32 ([0-9A-Z]); "~" sorts after all of them, so every id that
 # starts with a prefix p lies in [p, p + "~").
 _AFTER_ID_CHARS = "~"
@@ -73,93 +62,23 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def iso(moment: datetime) -> str:
-    """ISO 8601 UTC with milliseconds and a Z: fixed width, so text order is time order."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def title_from(content: str) -> str | None:
-    """The title a conversation gets from its first user message.
-
-    The first non-blank line, whitespace collapsed, cut to TITLE_LENGTH characters
-    (an ellipsis marks the cut); None when the message has no visible text.
-    """
-    for line in content.splitlines():
-        words = line.split()
-        if words:
-            title = " ".join(words)
-            if len(title) > TITLE_LENGTH:
-                title = title[: TITLE_LENGTH - 1].rstrip() + "…"
-            return title
-    return None
-
-
-def fts_query(text: str) -> str:
-    """User text as an FTS5 query that cannot be a syntax error: every word a quoted string.
-
-    Quoting makes `"`, `-`, `:`, `*`, `(`, AND/OR/NOT/NEAR plain text; the words are
-    ANDed (FTS5's implicit operator). Words that hold no letters or digits match nothing.
-    """
-    words = text.replace("\x00", " ").split()
-    if not words:
-        raise InvalidInput("nothing to search for: the search text is empty.")
-    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
-
-
-def _dump(value: Any) -> str:
-    # orjson: loading the 10,000 messages of a long conversation spends most of its
-    # time decoding metadata, and orjson does that ~15x faster than json.
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-def _load_object(text: str) -> dict[str, Any]:
-    return {} if text == "{}" else dict(orjson.loads(text))
-
-
-@contextmanager
-def _sqlite_errors(path: Path) -> Iterator[None]:
-    """Turn what SQLite raises for a user's situation into our errors; let bugs through."""
-    try:
-        yield
-    except sqlite3.DatabaseError as exc:
-        # sqlite_errorname exists from Python 3.11; the message is the fallback.
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
-            raise LockBusy(
-                f"history database {path} is locked: another localgpt has been writing "
-                f"to it for more than {BUSY_TIMEOUT_MS / 1000:g} s.",
-                hint="Try again when it has finished.",
-            ) from exc
-        if (
-            name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
-            or "malformed" in text
-            or "not a database" in text
-        ):
-            raise damaged(path, f"is damaged ({text})") from exc
-        if isinstance(exc, sqlite3.OperationalError):
-            # Disk full, read-only file system, permissions, I/O errors.
-            raise InvalidInput(f"history database {path} cannot be used: {text}.") from exc
-        raise
-
-
 def _store_call(
-    method: Callable[Concatenate[HistoryStore, P], R],
-) -> Callable[Concatenate[HistoryStore, P], R]:
+    method: Callable[Concatenate[SQLiteStore, P], R],
+) -> Callable[Concatenate[SQLiteStore, P], R]:
     """One thread at a time on the connection, and SQLite errors translated."""
 
     @functools.wraps(method)
-    def wrapper(self: HistoryStore, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock, _sqlite_errors(self.path):
+    def wrapper(self: SQLiteStore, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock, sqlite_errors(self.path):
             return method(self, *args, **kwargs)
 
     return wrapper
 
 
-class HistoryStore:
+class SQLiteStore:
     """Conversations and messages: create, append, find, list, search, export, delete.
 
-    Open with `HistoryStore.open(path)` (also a context manager). One store may be used
+    Open with `SQLiteStore.open(path)` (also a context manager). One store may be used
     from several threads; calls are serialised.
     """
 
@@ -178,7 +97,7 @@ class HistoryStore:
     # -- opening and closing ------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, clock: Clock | None = None) -> HistoryStore:
+    def open(cls, path: str | PathLike[str], *, clock: Clock | None = None) -> SQLiteStore:
         """Open (creating it and its folders if needed) the history database at `path`.
 
         Refused with InvalidInput, the file left byte for byte as it was, when it is
@@ -190,30 +109,7 @@ class HistoryStore:
         path = Path(path).expanduser()
         check_existing(path)
         checked = left_whole(path)
-        previous_umask = os.umask(0o077)
-        try:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise InvalidInput(
-                    f"cannot create the folder {path.parent} for the history database: "
-                    f"{exc.strerror}."
-                ) from exc
-            with _sqlite_errors(path):
-                conn = sqlite3.connect(
-                    path,
-                    isolation_level=None,
-                    check_same_thread=False,
-                    timeout=BUSY_TIMEOUT_MS / 1000,
-                )
-                try:
-                    _configure(conn, path)
-                except BaseException:
-                    conn.close()
-                    raise
-        finally:
-            os.umask(previous_umask)
-        return cls(conn, path, clock or _utc_now, checked=checked)
+        return cls(connect(path), path, clock or _utc_now, checked=checked)
 
     def close(self) -> None:
         """Close the file; after writes to it, record it as whole (see integrity.py)."""
@@ -222,15 +118,10 @@ class HistoryStore:
             if self._wrote:
                 mark_whole(self.path)
 
-    def __enter__(self) -> HistoryStore:
+    def __enter__(self) -> SQLiteStore:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # -- writing ------------------------------------------------------------------
@@ -247,7 +138,7 @@ class HistoryStore:
             self._conn.execute(
                 "INSERT INTO conversations (id, title, model, created_at, updated_at, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (cid, title, model, now, now, _dump(metadata)),
+                (cid, title, model, now, now, dump(metadata)),
             )
         return Conversation(cid, title, model, 0, now, now, metadata)
 
@@ -273,7 +164,7 @@ class HistoryStore:
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         metadata = dict(metadata or {})
-        calls = None if tool_calls is None else _dump(tool_calls)
+        calls = None if tool_calls is None else dump(tool_calls)
         title = title_from(content) if role == "user" else None
         with self._write():
             self._require_conversation(conversation_id)
@@ -282,83 +173,17 @@ class HistoryStore:
                 (conversation_id,),
             ).fetchone()
             now, mid = self._now(), new_id()
+            row = (mid, conversation_id, seq, role, content, thinking, calls, tool_name,
+                   tool_call_id, dump(metadata), now)  # fmt: skip
             self._conn.execute(
-                f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    mid,
-                    conversation_id,
-                    seq,
-                    role,
-                    content,
-                    thinking,
-                    calls,
-                    tool_name,
-                    tool_call_id,
-                    _dump(metadata),
-                    now,
-                ),
+                f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row
             )
             self._conn.execute(
                 "UPDATE conversations SET updated_at = ?, title = COALESCE(title, ?) WHERE id = ?",
                 (now, title, conversation_id),
             )
-        return Message(
-            mid,
-            conversation_id,
-            seq,
-            role,
-            content,
-            thinking,
-            tool_calls,
-            tool_name,
-            tool_call_id,
-            metadata,
-            now,
-        )
-
-    @_store_call
-    def update_message(
-        self,
-        message_id: str,
-        *,
-        content: str | None = None,
-        thinking: str | None = None,
-        tool_calls: list[dict[str, Any]] | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Message:
-        """Complete or amend a stored message; returns it as now stored.
-
-        content, thinking and tool_calls replace what was stored when given. metadata
-        is merged into the stored metadata key by key; a key given as None is removed.
-        """
-        with self._write():
-            row = self._conn.execute(
-                "SELECT conversation_id, metadata FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no message has id {message_id!r}.")
-            conversation_id, stored = row
-            changes: dict[str, Any] = {}
-            if content is not None:
-                changes["content"] = content
-            if thinking is not None:
-                changes["thinking"] = thinking
-            if tool_calls is not None:
-                changes["tool_calls"] = _dump(tool_calls)
-            if metadata is not None:
-                merged = {**_load_object(stored), **metadata}
-                changes["metadata"] = _dump({k: v for k, v in merged.items() if v is not None})
-            if changes:
-                assignments = ", ".join(f"{column} = ?" for column in changes)
-                self._conn.execute(
-                    f"UPDATE messages SET {assignments} WHERE id = ?",
-                    (*changes.values(), message_id),
-                )
-                self._conn.execute(
-                    "UPDATE conversations SET updated_at = ? WHERE id = ?",
-                    (self._now(), conversation_id),
-                )
-        return self.get_message(message_id)
+        return Message(mid, conversation_id, seq, role, content, thinking, tool_calls,
+                       tool_name, tool_call_id, metadata, now)  # fmt: skip
 
     @_store_call
     def delete(self, conversation_ids: Iterable[str]) -> int:
@@ -398,7 +223,7 @@ class HistoryStore:
     def get(self, conversation_id: str) -> Conversation:
         """The conversation with exactly this id (NotFound otherwise)."""
         row = self._conn.execute(
-            f"SELECT {_CONVERSATION_COLUMNS}, metadata FROM conversations WHERE id = ?",
+            f"SELECT {CONVERSATION_COLUMNS}, metadata FROM conversations WHERE id = ?",
             (conversation_id,),
         ).fetchone()
         if row is None:
@@ -408,18 +233,18 @@ class HistoryStore:
             )
         cid, title, model, count, created_at, updated_at, metadata = row
         return Conversation(
-            cid, title, model, count, created_at, updated_at, _load_object(metadata)
+            cid, title, model, count, created_at, updated_at, load_object(metadata)
         )
 
     @_store_call
     def get_message(self, message_id: str) -> Message:
         """The message with exactly this id (NotFound otherwise)."""
         row = self._conn.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
         ).fetchone()
         if row is None:
             raise NotFound(f"no message has id {message_id!r}.")
-        return _message(row)
+        return message_from_row(row)
 
     @_store_call
     def latest(self) -> Conversation | None:
@@ -453,7 +278,7 @@ class HistoryStore:
             []
             if prefix is None
             else self._conn.execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations"
+                f"SELECT {CONVERSATION_COLUMNS} FROM conversations"
                 " WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
                 (prefix, prefix + _AFTER_ID_CHARS, CANDIDATES_SHOWN + 1),
             ).fetchall()
@@ -480,7 +305,7 @@ class HistoryStore:
         if limit < 0 or offset < 0:
             raise ValueError("limit and offset must not be negative")
         rows = self._conn.execute(
-            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations"
+            f"SELECT {CONVERSATION_COLUMNS} FROM conversations"
             " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
             (limit, offset),
         ).fetchall()
@@ -496,19 +321,19 @@ class HistoryStore:
         self._require_conversation(conversation_id)
         if last is None:
             rows = self._conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq",
                 (conversation_id,),
             ).fetchall()
         else:
             if last < 0:
                 raise ValueError("last must not be negative")
             rows = self._conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ?"
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ?"
                 " ORDER BY seq DESC LIMIT ?",
                 (conversation_id, last),
             ).fetchall()
             rows.reverse()
-        return [_message(row) for row in rows]
+        return [message_from_row(row) for row in rows]
 
     @_store_call
     def search(
@@ -516,38 +341,10 @@ class HistoryStore:
     ) -> list[SearchHit]:
         """Messages containing all the words of `text`, best match first (BM25).
 
-        Any text is safe (see `fts_query`); empty text is InvalidInput. Matching ignores
-        case and accents. The snippet marks matched words with `highlight`.
-
-        Ranking considers the SEARCH_WINDOW most recent matching messages only: scoring
-        every match of a word found in 100,000 messages takes a quarter of a second,
-        while finding the 2,000 newest is cheap (the index is walked newest first and
-        stops). Older matches of so common a word are out of view; more words narrow
-        the search and bring them back.
+        Any text is safe; empty text is InvalidInput. The snippet marks matched words
+        with `highlight`. Only the newest matches are ranked (search.py says why).
         """
-        if limit < 0:
-            raise ValueError("limit must not be negative")
-        query = fts_query(text)
-        # The smallest rowid among the newest SEARCH_WINDOW matches; None if fewer match.
-        floor = self._conn.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (query, SEARCH_WINDOW - 1),
-        ).fetchone()
-        rows = self._conn.execute(
-            "SELECT m.conversation_id, c.title, m.id, m.seq, m.role, m.created_at,"
-            " snippet(messages_fts, 0, ?, ?, '…', ?)"
-            " FROM messages_fts"
-            " JOIN messages AS m ON m.pk = messages_fts.rowid"
-            " JOIN conversations AS c ON c.id = m.conversation_id"
-            " WHERE messages_fts MATCH ? AND messages_fts.rowid >= ?"
-            " ORDER BY rank LIMIT ?",
-            (*highlight, SNIPPET_TOKENS, query, floor[0] if floor else 0, limit),
-        ).fetchall()
-        return [
-            SearchHit(rank, cid, title, mid, seq, role, snippet, created_at)
-            for rank, (cid, title, mid, seq, role, created_at, snippet) in enumerate(rows, 1)
-        ]
+        return _search.search(self._conn, text, limit, highlight)
 
     @_store_call
     def export(self, conversation_id: str, format: str = "json") -> str:
@@ -593,39 +390,6 @@ class HistoryStore:
         self._wrote = True
 
 
-def _configure(conn: sqlite3.Connection, path: Path) -> None:
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    migrate(conn, path)
-
-
-def _message(row: tuple[Any, ...]) -> Message:
-    (
-        mid,
-        cid,
-        seq,
-        role,
-        content,
-        thinking,
-        calls,
-        tool_name,
-        tool_call_id,
-        metadata,
-        created_at,
-    ) = row
-    return Message(
-        mid,
-        cid,
-        seq,
-        role,
-        content,
-        thinking,
-        None if calls is None else orjson.loads(calls),
-        tool_name,
-        tool_call_id,
-        _load_object(metadata),
-        created_at,
-    )
+if TYPE_CHECKING:
+    # The type checker holds the SQLite store to the protocol its callers are written against.
+    _store: Store = SQLiteStore.open("")

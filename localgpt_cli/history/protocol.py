@@ -1,0 +1,87 @@
+"""The history store protocol: what the kernel and the commands ask of a history backend.
+
+`SQLiteStore` (history/sqlite.py) is today's implementation; a second backend is a new
+module that implements these methods, not a change to its callers. The protocol holds
+only what those callers use.
+
+How a turn is meant to be stored (the kernel's side of the contract):
+1. `add_message(cid, "user", text)` before the model is called;
+2. when `done` arrives, whatever its reason, `add_message(cid, "assistant", answer,
+   thinking=..., tool_calls=..., metadata={"done_reason": reason, "usage": ...})`.
+   `done` is always emitted, also after Ctrl-C or an error, so an aborted or failed
+   answer is stored with what had streamed so far and marked by `done_reason`.
+
+A backend raises only `localgpt_cli.errors` (NotFound, AmbiguousId, InvalidInput,
+LockBusy, ...), so the commands' exit codes do not depend on where history is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any, Protocol
+
+from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
+
+
+class Store(Protocol):
+    """Conversations and their messages: create, append, find, list, search, export, delete."""
+
+    def create_conversation(
+        self, model: str, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Conversation:
+        """A new, empty conversation. Without a title, its first user message names it."""
+        ...
+
+    def add_message(
+        self,
+        conversation_id: str,
+        role: str,
+        content: str,
+        *,
+        thinking: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Message:
+        """Append a message to a conversation (a full id), stored when this returns."""
+        ...
+
+    def latest(self) -> Conversation | None:
+        """The most recently updated conversation (what `chat -c` continues), if any."""
+        ...
+
+    def resolve(self, reference: str) -> Conversation:
+        """The conversation named by a full id, a unique prefix of one, or `latest`."""
+        ...
+
+    def list_conversations(self, limit: int = 20, offset: int = 0) -> list[ConversationSummary]:
+        """Conversations, most recently updated first."""
+        ...
+
+    def messages(self, conversation_id: str, *, last: int | None = None) -> list[Message]:
+        """The messages of a conversation in order; with `last`, only the last N."""
+        ...
+
+    def search(
+        self, text: str, limit: int = 20, *, highlight: tuple[str, str] = ("**", "**")
+    ) -> list[SearchHit]:
+        """Messages containing all the words of `text`, best match first."""
+        ...
+
+    def export(self, conversation_id: str, format: str = "json") -> str:
+        """The whole conversation as a JSON document or as Markdown."""
+        ...
+
+    def delete(self, conversation_ids: Iterable[str]) -> int:
+        """Delete conversations (full ids), all or nothing; returns how many."""
+        ...
+
+    def prune(self, older_than: timedelta) -> int:
+        """Delete the conversations not updated within `older_than`; returns how many."""
+        ...
+
+    def close(self) -> None:
+        """Release the store; it is not used afterwards."""
+        ...
