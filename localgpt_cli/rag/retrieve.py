@@ -91,70 +91,21 @@ class _Candidate:
     fused: float = 0.0
 
 
-def glob_to_like(glob: str) -> tuple[str, bool]:
-    """An fnmatch glob as a SQL LIKE pattern (backslash escapes), and whether it is exact.
-
-    `*` -> `%` and `?` -> `_` are exact; a character class `[...]` becomes `_` (one
-    character), which matches a superset, so the caller must post-filter with fnmatch.
-    """
-    out: list[str] = []
-    exact = True
-    i = 0
-    while i < len(glob):
-        ch = glob[i]
-        if ch == "*":
-            out.append("%")
-        elif ch == "?":
-            out.append("_")
-        elif ch == "[":
-            end = _class_end(glob, i)
-            if end is None:
-                out.append("[")  # fnmatch treats an unclosed `[` as a literal
-            else:
-                out.append("_")
-                exact = False
-                i = end
-        elif ch in "%_\\":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out), exact
-
-
-def _class_end(glob: str, start: int) -> int | None:
-    """Index of the `]` closing the class that opens at `start`, as fnmatch parses it."""
-    j = start + 1
-    if j < len(glob) and glob[j] == "!":
-        j += 1
-    if j < len(glob) and glob[j] == "]":
-        j += 1
-    end = glob.find("]", j)
-    return end if end != -1 else None
-
-
 def build_filter(
     *, type: str | None = None, path_glob: str | None = None, document_id: str | None = None
 ) -> tuple[str | None, Callable[[StoredRow], bool] | None]:
-    """The SQL prefilter for the store, and a post-filter when the glob is not exact in SQL."""
-    from localgpt_cli.rag.store import sql_string
+    """The store's prefilter, and a post-filter when the glob is not exact as a prefilter."""
+    from localgpt_cli.rag.store import chunk_filter
 
-    clauses = []
+    where, exact = chunk_filter(type=type, path_glob=path_glob, document_id=document_id)
     post: Callable[[StoredRow], bool] | None = None
-    if type:
-        clauses.append(f"type = {sql_string(type)}")
-    if document_id:
-        clauses.append(f"document_id = {sql_string(document_id)}")
-    if path_glob:
-        like, exact = glob_to_like(path_glob)
-        clauses.append(f"path LIKE {sql_string(like)}")
-        if not exact:
-            glob = path_glob
+    if path_glob and not exact:
+        glob = path_glob
 
-            def post(row: StoredRow) -> bool:
-                return fnmatchcase(row.chunk.path, glob)
+        def post(row: StoredRow) -> bool:
+            return fnmatchcase(row.chunk.path, glob)
 
-    return (" AND ".join(clauses) or None), post
+    return where, post
 
 
 def search(
