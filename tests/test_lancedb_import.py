@@ -54,7 +54,7 @@ def test_one_shot_search_skips_the_rest_client_and_answers_the_same(standin, tmp
 def test_the_rest_client_still_works_after_lancedb_is_imported():
     code = f"""
 import sys
-from localgpt_cli.rag.lancedb_import import import_lancedb
+from localgpt_cli.rag.store.lancedb_import import import_lancedb
 lancedb = import_lancedb()
 assert lancedb.connect and {REST_API!r} not in sys.modules
 from lance_namespace_urllib3_client import ApiClient, Configuration, TableApi
@@ -85,7 +85,7 @@ def package(tmp_path, monkeypatch):
 
 
 def test_a_deferred_package_runs_its_init_on_first_attribute(package):
-    from localgpt_cli.rag.lancedb_import import defer_package_init
+    from localgpt_cli.rag.store.lancedb_import import defer_package_init
 
     defer_package_init("deferred_pkg")
     from deferred_pkg.sub import NAME
@@ -101,7 +101,7 @@ def test_a_deferred_package_runs_its_init_on_first_attribute(package):
 
 
 def test_a_deferred_init_that_fails_fails_as_an_import_would(package):
-    from localgpt_cli.rag.lancedb_import import defer_package_init
+    from localgpt_cli.rag.store.lancedb_import import defer_package_init
 
     (package / "__init__.py").write_text("raise RuntimeError('broken package')\n")
     defer_package_init("deferred_pkg")
@@ -113,7 +113,7 @@ def test_a_deferred_init_that_fails_fails_as_an_import_would(package):
 
 
 def test_deferring_a_missing_package_does_nothing():
-    from localgpt_cli.rag.lancedb_import import defer_package_init
+    from localgpt_cli.rag.store.lancedb_import import defer_package_init
 
     defer_package_init("no_such_package_anywhere")
     assert "no_such_package_anywhere" not in sys.modules

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from localgpt_cli.errors import InvalidInput, UsageError
-from localgpt_cli.rag.retrieve import glob_to_like, search, search_many
+from localgpt_cli.rag.retrieve import search, search_many
 from localgpt_cli.rag.store import Collection, open_store
+from localgpt_cli.rag.store.rows import glob_to_like
 from localgpt_cli.rag.types import Chunk
 
 DIM = 8
@@ -26,7 +27,7 @@ def at_similarity(s: float, axis: int) -> list[float]:
 
 def add(coll: Collection, doc: str, text: str, vector, path: str | None = None, type="text"):
     chunk = Chunk(doc, path or f"{doc}.txt", type, 0, text)
-    coll.replace_document(doc, [chunk], [vector])
+    coll.write_documents([doc], [chunk], [vector], append=False)
 
 
 @pytest.fixture
@@ -106,7 +107,8 @@ def test_fallback_to_keyword_without_query_vector(coll):
 
 def test_fallback_to_keyword_when_collection_has_no_vectors(tmp_path):
     c = open_store(tmp_path / "db").collection("bare", create=True)
-    c.replace_document("X", [Chunk("X", "x.md", "markdown", 0, "vpn setup notes")])
+    c.write_documents(["X"], [Chunk("X", "x.md", "markdown", 0, "vpn setup notes")], None,
+                      append=False)
     res = search(c, "vpn", [0.5] * DIM, k=3, mode="vector")
     assert res.mode_used == "keyword"
     assert ids(res) == ["X"]
@@ -115,7 +117,8 @@ def test_fallback_to_keyword_when_collection_has_no_vectors(tmp_path):
 
 def test_fallback_when_every_stored_vector_is_pending(tmp_path):
     c = open_store(tmp_path / "db").collection("kb", create=True, dim=DIM)
-    c.replace_document("X", [Chunk("X", "x.md", "markdown", 0, "vpn setup notes")], [None])
+    c.write_documents(["X"], [Chunk("X", "x.md", "markdown", 0, "vpn setup notes")], [None],
+                      append=False)
     res = search(c, "vpn", QUERY, k=3)
     assert res.mode_used == "keyword" and ids(res) == ["X"]
     c.set_vectors(["X:0"], [at_similarity(0.9, 1)])
@@ -172,7 +175,7 @@ def test_glob_to_like(glob, like, exact):
 def test_hit_carries_chunk_metadata(tmp_path):
     c = open_store(tmp_path / "db").collection("kb", create=True)
     chunk = Chunk("doc", "manual.pdf", "pdf", 3, "torque wrench settings", page=7, heading="Tools")
-    c.replace_document("doc", [chunk], [at_similarity(0.95, 1)])
+    c.write_documents(["doc"], [chunk], [at_similarity(0.95, 1)], append=False)
     hit = search(c, "torque", QUERY, k=1).hits[0]
     assert (hit.path, hit.chunk, hit.page, hit.heading, hit.type) == (
         "manual.pdf",

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from localgpt_cli.errors import InvalidInput, NotFound, UsageError
-from localgpt_cli.rag.store import Collection, embed_hash, open_store, text_hash
+from localgpt_cli.rag.store import (
+    Collection,
+    KeywordQuery,
+    StoredRow,
+    VectorQuery,
+    embed_hash,
+    open_store,
+    text_hash,
+)
 from localgpt_cli.rag.types import Chunk
 
 DIM = 16
@@ -36,6 +44,19 @@ def unit_vectors(n: int, seed: int = 0) -> list[list[float]]:
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).tolist()
 
 
+def put(coll: Collection, document_id: str, chunks: list[Chunk], vectors=None) -> None:
+    """Make `chunks` the document's rows, as ingest does for a document already stored."""
+    coll.write_documents([document_id], chunks, vectors, append=False)
+
+
+def vector_search(coll: Collection, vector, limit: int) -> list[StoredRow]:
+    return coll.run_queries([VectorQuery(vector, limit)])[0]
+
+
+def keyword_search(coll: Collection, text: str, limit: int) -> list[StoredRow]:
+    return coll.run_queries([KeywordQuery(text, limit)])[0]
+
+
 @pytest.fixture
 def coll(tmp_path) -> Collection:
     return open_store(tmp_path / "lancedb").collection("notes", create=True)
@@ -43,7 +64,7 @@ def coll(tmp_path) -> Collection:
 
 def test_schema_and_stored_row(coll):
     chunks = make_chunks("d1", ["alpha beta", "gamma delta"])
-    coll.replace_document("d1", chunks, unit_vectors(2))
+    put(coll, "d1", chunks, unit_vectors(2))
     schema = coll.table.schema
     assert schema.names == [
         "chunk_id",
@@ -62,32 +83,32 @@ def test_schema_and_stored_row(coll):
     ]
     assert str(schema.field("vector").type) == f"fixed_size_list<item: float>[{DIM}]"
     assert schema.field("vector").nullable
-    row = coll.table.search().where("chunk_id = 'd1:1'").limit(1).to_arrow().to_pylist()[0]
+    row = next(r for r in coll.table.to_arrow().to_pylist() if r["chunk_id"] == "d1:1")
     assert row["document_id"] == "d1" and row["ordinal"] == 1 and row["page"] == 2
     assert row["text_hash"] == text_hash("gamma delta")
     assert coll.chunks("d1") == chunks
     assert coll.dim == DIM
 
 
-def test_replace_document_is_one_commit_and_idempotent(coll):
-    coll.replace_document("other", make_chunks("other", ["unrelated text"]), unit_vectors(1))
+def test_write_documents_is_one_commit_and_idempotent(coll):
+    put(coll, "other", make_chunks("other", ["unrelated text"]), unit_vectors(1))
     v0 = coll.version
-    coll.replace_document("d1", make_chunks("d1", ["one", "two", "three"]), unit_vectors(3))
+    put(coll, "d1", make_chunks("d1", ["one", "two", "three"]), unit_vectors(3))
     assert coll.version == v0 + 1
     v1 = coll.version
     # shorter document: the dropped chunk goes in the same commit
-    coll.replace_document("d1", make_chunks("d1", ["one", "TWO"]), unit_vectors(2, seed=1))
+    put(coll, "d1", make_chunks("d1", ["one", "TWO"]), unit_vectors(2, seed=1))
     assert coll.version == v1 + 1
     assert [c.text for c in coll.chunks("d1")] == ["one", "TWO"]
     # replacing again with the same rows changes nothing visible
-    coll.replace_document("d1", make_chunks("d1", ["one", "TWO"]), unit_vectors(2, seed=1))
+    put(coll, "d1", make_chunks("d1", ["one", "TWO"]), unit_vectors(2, seed=1))
     assert coll.count() == 3
     assert [c.text for c in coll.chunks("other")] == ["unrelated text"]
 
 
 def test_delete_documents(coll):
     for doc in ("a", "b", "c"):
-        coll.replace_document(doc, make_chunks(doc, [f"{doc} text", f"{doc} more"]))
+        put(coll, doc, make_chunks(doc, [f"{doc} text", f"{doc} more"]))
     v0 = coll.version
     assert coll.delete_documents(["a", "c", "missing"]) == 4
     assert coll.version == v0 + 1
@@ -99,7 +120,7 @@ def test_delete_documents(coll):
 
 def test_pending_then_set_vectors(coll):
     chunks = make_chunks("d1", ["first text", "second text", "third text"])
-    coll.replace_document("d1", chunks)  # Ollama down: no vectors at all
+    put(coll, "d1", chunks)  # Ollama down: no vectors at all
     assert coll.dim is None
     pending = coll.pending()
     assert [p.chunk_id for p in pending] == ["d1:0", "d1:1", "d1:2"]
@@ -122,17 +143,17 @@ def test_pending_then_set_vectors(coll):
 
 def test_mixed_null_vectors_in_one_replace(coll):
     vectors = unit_vectors(2)
-    coll.replace_document("d1", make_chunks("d1", ["has vector", "no vector"]), [vectors[0], None])
+    put(coll, "d1", make_chunks("d1", ["has vector", "no vector"]), [vectors[0], None])
     assert [p.text for p in coll.pending()] == ["no vector"]
-    hits = coll.vector_search(vectors[0], 5)
+    hits = vector_search(coll, vectors[0], 5)
     assert [h.chunk_id for h in hits] == ["d1:0"]  # null-vector rows are never vector hits
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
 def test_lookup_vectors_is_the_embedding_cache(coll):
     vectors = unit_vectors(2)
-    coll.replace_document("d1", make_chunks("d1", ["kept paragraph", "old paragraph"]), vectors)
-    coll.replace_document("d2", make_chunks("d2", ["pending paragraph"]))
+    put(coll, "d1", make_chunks("d1", ["kept paragraph", "old paragraph"]), vectors)
+    put(coll, "d2", make_chunks("d2", ["pending paragraph"]))
     found = coll.lookup_vectors(
         [text_hash("kept paragraph"), text_hash("pending paragraph"), text_hash("never seen")]
     )
@@ -144,7 +165,7 @@ def test_titled_chunks_are_keyed_by_what_is_embedded(coll):
     chunks = make_chunks("d1", ["# Guide\nintro", "body text"])
     for c in chunks:
         c.title = "Guide"
-    coll.replace_document("d1", chunks)  # stored pending: the title must be kept for later
+    put(coll, "d1", chunks)  # stored pending: the title must be kept for later
     pending = coll.pending()
     assert [(p.title, p.text_hash) for p in pending] == [
         ("Guide", text_hash("# Guide\nintro")),  # opens with its title: the text alone
@@ -157,15 +178,15 @@ def test_table_from_before_titles_gains_the_column_and_keeps_its_rows(coll):
     coll.table.drop_columns(["title"])  # the schema of collections made before titles
     coll._changed()
     vectors = unit_vectors(2)
-    coll.replace_document("d1", make_chunks("d1", ["old one"]), [vectors[0]])
+    put(coll, "d1", make_chunks("d1", ["old one"]), [vectors[0]])
     assert "title" in coll.table.schema.names
     coll.table.drop_columns(["title"])
     coll._changed()
-    coll.replace_document("d2", make_chunks("d2", ["old two"]))
+    put(coll, "d2", make_chunks("d2", ["old two"]))
     assert [(p.text, p.title) for p in coll.pending()] == [("old two", None)]
     titled = make_chunks("d3", ["new text"])
     titled[0].title = "Doc"
-    coll.replace_document("d3", titled, [vectors[1]])
+    put(coll, "d3", titled, [vectors[1]])
     assert coll.table.schema.names[-1] == "title"  # added last; rows written by name
     assert set(coll.lookup_vectors([text_hash("old one"), text_hash("Doc\n\nnew text")])) == {
         text_hash("old one"), text_hash("Doc\n\nnew text")
@@ -175,7 +196,7 @@ def test_table_from_before_titles_gains_the_column_and_keeps_its_rows(coll):
 
 def test_model_recorded_and_mismatch_refused(coll, tmp_path):
     coll.set_model("nomic-embed-text", DIM)
-    coll.replace_document("d1", make_chunks("d1", ["x"]), unit_vectors(1))
+    put(coll, "d1", make_chunks("d1", ["x"]), unit_vectors(1))
     reopened = open_store(tmp_path / "lancedb").collection("notes")
     assert (reopened.model, reopened.dim) == ("nomic-embed-text", DIM)
     reopened.check_model("nomic-embed-text", DIM)
@@ -188,45 +209,46 @@ def test_model_recorded_and_mismatch_refused(coll, tmp_path):
     with pytest.raises(InvalidInput):
         reopened.set_model("all-minilm")
     with pytest.raises(InvalidInput):  # a vector of another dimension cannot be stored
-        reopened.replace_document("d2", make_chunks("d2", ["y"]), [[0.1] * (DIM + 1)])
+        put(reopened, "d2", make_chunks("d2", ["y"]), [[0.1] * (DIM + 1)])
 
 
 def test_keyword_search_works_without_vectors(coll):
-    coll.replace_document("d1", make_chunks("d1", ["the vpn setup guide", "printer drivers"]))
-    hits = coll.keyword_search("vpn", 5)
+    put(coll, "d1", make_chunks("d1", ["the vpn setup guide", "printer drivers"]))
+    hits = keyword_search(coll, "vpn", 5)
     assert [h.chunk_id for h in hits] == ["d1:0"]
     assert hits[0].score > 0
-    assert coll.vector_search([0.0] * DIM, 5) == []  # no vector column yet: nothing, no error
+    assert vector_search(coll, [0.0] * DIM, 5) == []  # no vector column yet: nothing, no error
 
 
 def test_keyword_query_with_operators_and_quotes_does_not_fail(coll):
-    coll.replace_document("d1", make_chunks("d1", ["what's new in C++ (really) AND:more"]))
-    assert [h.chunk_id for h in coll.keyword_search("what's \"C++ (really AND:", 5)] == ["d1:0"]
+    put(coll, "d1", make_chunks("d1", ["what's new in C++ (really) AND:more"]))
+    assert [h.chunk_id for h in keyword_search(coll, "what's \"C++ (really AND:", 5)] == ["d1:0"]
 
 
 def test_fts_index_stays_current_after_replace(coll):
-    coll.replace_document("d1", make_chunks("d1", ["zebra crossing"]))
+    put(coll, "d1", make_chunks("d1", ["zebra crossing"]))
     coll.optimize()  # fold the rows into the FTS index
     fts = [i for i in coll.indexes() if i.type == "FTS"][0]
     assert fts.indexed_rows == 1 and fts.unindexed_rows == 0
-    coll.replace_document("d1", make_chunks("d1", ["giraffe crossing"]))
-    assert [h.chunk.text for h in coll.keyword_search("giraffe", 5)] == ["giraffe crossing"]
-    assert coll.keyword_search("zebra", 5) == []
+    put(coll, "d1", make_chunks("d1", ["giraffe crossing"]))
+    assert [h.chunk.text for h in keyword_search(coll, "giraffe", 5)] == ["giraffe crossing"]
+    assert keyword_search(coll, "zebra", 5) == []
     coll.optimize()
-    assert [h.chunk.text for h in coll.keyword_search("giraffe", 5)] == ["giraffe crossing"]
-    assert coll.keyword_search("zebra", 5) == []
+    assert [h.chunk.text for h in keyword_search(coll, "giraffe", 5)] == ["giraffe crossing"]
+    assert keyword_search(coll, "zebra", 5) == []
 
 
 def test_optimize_compacts_fragments(coll):
     for i in range(12):
-        coll.replace_document(f"d{i}", make_chunks(f"d{i}", [f"text {i}"]), unit_vectors(1, i))
+        put(coll, f"d{i}", make_chunks(f"d{i}", [f"text {i}"]), unit_vectors(1, i))
     assert coll.stats().fragments == 12
     coll.optimize()
     stats = coll.stats()
     assert stats.fragments == 1
     assert stats.rows == 12 and stats.documents == 12 and stats.pending == 0
     assert stats.bytes and stats.bytes > 0
-    assert coll.keyword_search("text", 20) and len(coll.vector_search(unit_vectors(1)[0], 20)) == 12
+    assert keyword_search(coll, "text", 20)
+    assert len(vector_search(coll, unit_vectors(1)[0], 20)) == 12
 
 
 @pytest.mark.parametrize("name", ["", "a b", "../x", "x" * 65, "naïve", "a.b"])
@@ -242,7 +264,7 @@ def test_missing_collection_and_listing(tmp_path):
     store.collection("b-2", create=True)
     coll = store.collection("a_1", create=True, dim=DIM)
     coll.set_model("m", DIM)
-    coll.replace_document("d", make_chunks("d", ["x"]), unit_vectors(1))
+    put(coll, "d", make_chunks("d", ["x"]), unit_vectors(1))
     infos = store.collections()
     assert [(i.name, i.rows, i.model, i.dim) for i in infos] == [
         ("a_1", 1, "m", DIM),
@@ -263,7 +285,7 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
     data = _clustered(600, seed=1)
     for d in range(6):
         chunks = make_chunks(f"d{d}", [f"chunk {d} {i}" for i in range(100)])
-        coll.replace_document(f"d{d}", chunks, data[d * 100 : (d + 1) * 100].tolist())
+        put(coll, f"d{d}", chunks, data[d * 100 : (d + 1) * 100].tolist())
     assert coll.ensure_indexes(min_rows=1000) is False
     assert not coll.has_vector_index()
     assert coll.ensure_indexes(min_rows=500) is True
@@ -272,12 +294,10 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
 
     # rows added after the index must still be found, before and after optimize()
     fresh = _clustered(5, seed=99)
-    coll.replace_document(
-        "new", make_chunks("new", [f"fresh {i}" for i in range(5)]), fresh.tolist()
-    )
+    put(coll, "new", make_chunks("new", [f"fresh {i}" for i in range(5)]), fresh.tolist())
     for _ in range(2):
         for i, v in enumerate(fresh):
-            top = coll.vector_search(v.tolist(), 3)
+            top = vector_search(coll, v.tolist(), 3)
             assert top[0].chunk_id == f"new:{i}"
             assert top[0].score == pytest.approx(1.0, abs=1e-3)
         coll.optimize()
@@ -286,23 +306,23 @@ def test_vector_index_built_above_threshold_and_new_rows_found(coll):
 
     # growing 4x past the rows it was trained on (600) retrains it
     more = _clustered(1800, seed=5)
-    coll.replace_document("m0", make_chunks("m0", ["more"] * 1700), more[:1700].tolist())
+    put(coll, "m0", make_chunks("m0", ["more"] * 1700), more[:1700].tolist())
     assert coll.ensure_indexes(min_rows=500) is False  # 2305 rows < 4 x 600
-    coll.replace_document("m1", make_chunks("m1", ["more"] * 100), more[1700:].tolist())
+    put(coll, "m1", make_chunks("m1", ["more"] * 100), more[1700:].tolist())
     assert coll.ensure_indexes(min_rows=500) is True  # 2405 rows: retrained
     assert coll.ensure_indexes(min_rows=500) is False
     assert [i.type for i in coll.indexes() if i.name == "vector_idx"] == ["IvfSq"]
     # the row itself comes first: SQ distances re-ranked with the exact vectors
     for i in (3, 500, 1750):
         doc, ordinal = ("m0", i) if i < 1700 else ("m1", i - 1700)
-        assert coll.vector_search(more[i].tolist(), 1)[0].chunk_id == f"{doc}:{ordinal}"
+        assert vector_search(coll, more[i].tolist(), 1)[0].chunk_id == f"{doc}:{ordinal}"
 
 
 def test_an_ivf_pq_index_from_an_earlier_version_is_replaced(coll):
     from lancedb.index import IvfPq
 
     data = _clustered(600, seed=2)
-    coll.replace_document("d", make_chunks("d", [f"c {i}" for i in range(600)]), data.tolist())
+    put(coll, "d", make_chunks("d", [f"c {i}" for i in range(600)]), data.tolist())
     coll.table.create_index(
         "vector",
         config=IvfPq(distance_type="cosine", num_partitions=2, num_sub_vectors=4),
@@ -311,7 +331,7 @@ def test_an_ivf_pq_index_from_an_earlier_version_is_replaced(coll):
     coll._changed()
     # until then it is searched with the re-ranking PQ needs
     assert coll._refine_factor() == 30
-    assert coll.vector_search(data[7].tolist(), 1)[0].chunk_id == "d:7"
+    assert vector_search(coll, data[7].tolist(), 1)[0].chunk_id == "d:7"
     assert coll.ensure_indexes(min_rows=500) is True
     assert [i.type for i in coll.indexes() if i.name == "vector_idx"] == ["IvfSq"]
     assert coll._refine_factor() == 2
@@ -319,13 +339,13 @@ def test_an_ivf_pq_index_from_an_earlier_version_is_replaced(coll):
 
 
 def test_rows_without_vectors_mark_the_collection_pending(coll):
-    coll.replace_document("a", make_chunks("a", ["x", "y"]), unit_vectors(2))
+    put(coll, "a", make_chunks("a", ["x", "y"]), unit_vectors(2))
     coll.mark_pending(False)  # what ingest records after counting
     assert coll.count_with_vectors() == 2
     # a writer storing a row without its vector flips the mark first, so the cheap count
     # (rows, when nothing is pending) is never used while one is missing
     b = make_chunks("b", ["z", "w"])
-    coll.replace_document("b", b, [unit_vectors(1)[0], None])
+    put(coll, "b", b, [unit_vectors(1)[0], None])
     assert coll.pending_marked() is True
     assert coll.count_with_vectors() == 3
     # the embedding cache offers only texts that have a vector

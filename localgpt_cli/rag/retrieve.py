@@ -1,9 +1,9 @@
 """Retrieval over a collection: vector, keyword and hybrid (reciprocal rank fusion) search.
 
 Pure ranking logic: the store runs the two queries (LanceDB vector search and BM25 full-text
-search), this module decides which to run, fuses them, applies the similarity threshold and
-the filters, and turns rows into `Hit`s. Embedding the query is the caller's job, so the same
-code serves `search`, batch search, `chat` retrieval and `eval`.
+search), this module decides which to run, fuses them (`fusion.py`), applies the similarity
+threshold and the filters, and turns rows into `Hit`s. Embedding the query is the caller's
+job, so the same code serves `search`, batch search, `chat` retrieval and `eval`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UsageError
+from localgpt_cli.rag.fusion import RRF_K, Candidate, Dropped, cut, fuse
 from localgpt_cli.rag.types import Hit
 
 if TYPE_CHECKING:
@@ -35,9 +36,6 @@ MODEL_THRESHOLDS: dict[str, float] = {
     "nomic-embed-text": 0.3,
     "all-minilm": 0.3,
 }
-# RRF's constant from Cormack et al. (2009): large enough that rank 1 does not dwarf rank 5,
-# and the value their experiments found robust across collections.
-RRF_K = 60
 
 
 def default_threshold(model: str | None) -> float:
@@ -63,17 +61,6 @@ def candidate_pool(k: int) -> int:
 
 
 @dataclass
-class Dropped:
-    """A hit that would have been in the top k but was cut (e.g. below the threshold)."""
-
-    document_id: str
-    path: str
-    chunk: int
-    score: float
-    reason: str
-
-
-@dataclass
 class SearchResult:
     hits: list[Hit]
     mode_used: str
@@ -81,80 +68,21 @@ class SearchResult:
     dropped: list[Dropped] = field(default_factory=list)
 
 
-@dataclass
-class _Candidate:
-    row: StoredRow
-    vector_rank: int | None = None
-    keyword_rank: int | None = None
-    similarity: float | None = None
-    bm25: float | None = None
-    fused: float = 0.0
-
-
-def glob_to_like(glob: str) -> tuple[str, bool]:
-    """An fnmatch glob as a SQL LIKE pattern (backslash escapes), and whether it is exact.
-
-    `*` -> `%` and `?` -> `_` are exact; a character class `[...]` becomes `_` (one
-    character), which matches a superset, so the caller must post-filter with fnmatch.
-    """
-    out: list[str] = []
-    exact = True
-    i = 0
-    while i < len(glob):
-        ch = glob[i]
-        if ch == "*":
-            out.append("%")
-        elif ch == "?":
-            out.append("_")
-        elif ch == "[":
-            end = _class_end(glob, i)
-            if end is None:
-                out.append("[")  # fnmatch treats an unclosed `[` as a literal
-            else:
-                out.append("_")
-                exact = False
-                i = end
-        elif ch in "%_\\":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out), exact
-
-
-def _class_end(glob: str, start: int) -> int | None:
-    """Index of the `]` closing the class that opens at `start`, as fnmatch parses it."""
-    j = start + 1
-    if j < len(glob) and glob[j] == "!":
-        j += 1
-    if j < len(glob) and glob[j] == "]":
-        j += 1
-    end = glob.find("]", j)
-    return end if end != -1 else None
-
-
 def build_filter(
     *, type: str | None = None, path_glob: str | None = None, document_id: str | None = None
 ) -> tuple[str | None, Callable[[StoredRow], bool] | None]:
-    """The SQL prefilter for the store, and a post-filter when the glob is not exact in SQL."""
-    from localgpt_cli.rag.store import sql_string
+    """The store's prefilter, and a post-filter when the glob is not exact as a prefilter."""
+    from localgpt_cli.rag.store import chunk_filter
 
-    clauses = []
+    where, exact = chunk_filter(type=type, path_glob=path_glob, document_id=document_id)
     post: Callable[[StoredRow], bool] | None = None
-    if type:
-        clauses.append(f"type = {sql_string(type)}")
-    if document_id:
-        clauses.append(f"document_id = {sql_string(document_id)}")
-    if path_glob:
-        like, exact = glob_to_like(path_glob)
-        clauses.append(f"path LIKE {sql_string(like)}")
-        if not exact:
-            glob = path_glob
+    if path_glob and not exact:
+        glob = path_glob
 
-            def post(row: StoredRow) -> bool:
-                return fnmatchcase(row.chunk.path, glob)
+        def post(row: StoredRow) -> bool:
+            return fnmatchcase(row.chunk.path, glob)
 
-    return (" AND ".join(clauses) or None), post
+    return where, post
 
 
 def search(
@@ -344,107 +272,19 @@ class _Searcher:
             rows = self.collection.run_queries([self._query(plan, side, limit)])[0]
 
     def _result(self, plan: _Plan, side_rows: dict[str, list[StoredRow]]) -> SearchResult:
-        candidates: dict[str, _Candidate] = {}
+        candidates: dict[str, Candidate] = {}
         for rank, row in enumerate(side_rows.get("vector", []), 1):
-            cand = candidates.setdefault(row.chunk_id, _Candidate(row))
+            cand = candidates.setdefault(row.chunk_id, Candidate(row))
             cand.vector_rank, cand.similarity = rank, row.score
         for rank, row in enumerate(side_rows.get("keyword", []), 1):
-            cand = candidates.setdefault(row.chunk_id, _Candidate(row))
+            cand = candidates.setdefault(row.chunk_id, Candidate(row))
             cand.keyword_rank, cand.bm25 = rank, row.score
         opts = self.options
-        ranked = _rank(list(candidates.values()), plan.mode_used, opts.rrf_k, opts.weights)
-        hits, dropped = _cut(ranked, opts.k, opts.threshold, plan.mode_used)
+        ranked = fuse(list(candidates.values()), plan.mode_used, opts.rrf_k, opts.weights)
+        hits, dropped = cut(ranked, opts.k, opts.threshold, plan.mode_used)
         return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
 
 
 def has_words(text: str) -> bool:
     """Whether keyword search has anything to match (a query of punctuation has not)."""
     return re.search(r"\w", text or "") is not None
-
-
-def _rank(
-    candidates: list[_Candidate], mode: str, rrf_k: int, weights: tuple[float, float]
-) -> list[_Candidate]:
-    """Order candidates: by similarity, by BM25, or by reciprocal-rank fusion.
-
-    RRF uses ranks, not scores, because cosine similarities and BM25 scores live on
-    unrelated scales; each side contributes weight / (rrf_k + rank). Ties go to the better
-    single-side rank, then to the chunk id, so the order is stable.
-    """
-    vector_weight, keyword_weight = weights
-    for c in candidates:
-        if mode == "vector":
-            c.fused = c.similarity or 0.0
-        elif mode == "keyword":
-            c.fused = c.bm25 or 0.0
-        else:
-            c.fused = 0.0
-            if c.vector_rank is not None:
-                c.fused += vector_weight / (rrf_k + c.vector_rank)
-            if c.keyword_rank is not None:
-                c.fused += keyword_weight / (rrf_k + c.keyword_rank)
-
-    def best_rank(c: _Candidate) -> int:
-        return min(r for r in (c.vector_rank, c.keyword_rank, 10**9) if r is not None)
-
-    return sorted(candidates, key=lambda c: (-c.fused, best_rank(c), c.row.chunk_id))
-
-
-def _cut(
-    ranked: list[_Candidate], k: int, threshold: float | None, mode: str
-) -> tuple[list[Hit], list[Dropped]]:
-    """The first k candidates that pass the threshold; those that failed it while still
-    inside the top k are reported as dropped (they are what the user would have seen)."""
-    hits: list[Hit] = []
-    dropped: list[Dropped] = []
-    for cand in ranked:
-        if len(hits) >= k:
-            break
-        vector_only = cand.keyword_rank is None
-        if (
-            threshold is not None
-            and mode != "keyword"
-            and vector_only
-            and cand.similarity is not None
-            and cand.similarity < threshold
-        ):
-            if len(hits) + len(dropped) < k:
-                chunk = cand.row.chunk
-                dropped.append(
-                    Dropped(
-                        chunk.document_id,
-                        chunk.path,
-                        chunk.ordinal,
-                        cand.similarity,
-                        "below_threshold",
-                    )
-                )
-            continue
-        hits.append(_hit(cand, len(hits) + 1, mode))
-    return hits, dropped
-
-
-def _hit(cand: _Candidate, rank: int, mode: str) -> Hit:
-    chunk = cand.row.chunk
-    extra: dict[str, Any] = {"chunk_id": cand.row.chunk_id}
-    if mode == "hybrid":
-        extra.update(
-            vector_rank=cand.vector_rank,
-            keyword_rank=cand.keyword_rank,
-            similarity=cand.similarity,
-            bm25=cand.bm25,
-        )
-    return Hit(
-        rank=rank,
-        score=cand.fused,
-        document_id=chunk.document_id,
-        path=chunk.path,
-        chunk=chunk.ordinal,
-        text=chunk.text,
-        type=chunk.type,
-        page=chunk.page,
-        heading=chunk.heading,
-        line_start=chunk.line_start,
-        line_end=chunk.line_end,
-        extra=extra,
-    )

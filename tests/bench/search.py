@@ -38,7 +38,8 @@ import numpy as np
 
 from localgpt_cli.config import DEFAULT_EMBED_MODEL
 from localgpt_cli.rag.retrieve import search, search_many
-from localgpt_cli.rag.store import VECTOR_INDEX_MIN_ROWS, Collection, open_store
+from localgpt_cli.rag.store import Collection, open_store
+from localgpt_cli.rag.store.indexes import VECTOR_INDEX_MIN_ROWS
 from localgpt_cli.rag.types import Chunk
 from tests.bench.common import interleaved_medians, standin_process, wall
 
@@ -110,7 +111,7 @@ def exact_top(x: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
 
 def load_collection(coll: Collection, x: np.ndarray, labels: np.ndarray) -> float:
     """Store the rows as documents of DOC_CHUNKS chunks, BATCH rows per commit, with the
-    append path ingest uses for new documents (replace_document's merge joins the whole
+    append path ingest uses for new documents (a replacing write's merge joins the whole
     table, so loading 1M rows through it is quadratic: 800 s instead of ~60 s)."""
     rng = np.random.default_rng(7)
     t0 = time.perf_counter()
@@ -235,7 +236,7 @@ def bench_size(n: int, dim: int, n_queries: int, skip_jsonl_above: int) -> dict:
         # rows added after the index: found by search before and after optimize()
         fresh, _ = draw(np.random.default_rng(99), centres(dim), 1000)
         chunks = [Chunk("fresh", "fresh.txt", "text", i, f"fresh row {i}") for i in range(1000)]
-        coll.replace_document("fresh", chunks, fresh)
+        coll.write_documents(["fresh"], chunks, fresh, append=False)
         hits = [search(coll, "", v.tolist(), k=1, mode="vector").hits[0] for v in fresh[:20]]
         out["fresh_found_before_optimize"] = sum(h.document_id == "fresh" for h in hits) / 20
         t0 = time.perf_counter()
@@ -248,7 +249,7 @@ def bench_size(n: int, dim: int, n_queries: int, skip_jsonl_above: int) -> dict:
         times = []
         for _ in range(3):
             t0 = time.perf_counter()
-            coll.replace_document("small", small, fresh[:20])
+            coll.write_documents(["small"], small, fresh[:20], append=False)
             times.append(time.perf_counter() - t0)
         out["replace_20_chunks_ms"] = p50_ms(times)
         out["lancedb_bytes"] = coll.stats().bytes

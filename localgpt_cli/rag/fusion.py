@@ -1,0 +1,130 @@
+"""Fusing the vector and keyword rankings of one query into its hits.
+
+Reciprocal rank fusion (RRF) for hybrid search, the similarity threshold, and turning the
+fused candidates into `Hit`s; the searcher in `retrieve.py` collects the candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.rag.types import Hit
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.store import StoredRow
+
+# RRF's constant from Cormack et al. (2009): large enough that rank 1 does not dwarf rank 5,
+# and the value their experiments found robust across collections.
+RRF_K = 60
+
+
+@dataclass
+class Dropped:
+    """A hit that would have been in the top k but was cut (e.g. below the threshold)."""
+
+    document_id: str
+    path: str
+    chunk: int
+    score: float
+    reason: str
+
+
+@dataclass
+class Candidate:
+    """A chunk one or both sides found: its rank and raw score on each, and the fused score."""
+
+    row: StoredRow
+    vector_rank: int | None = None
+    keyword_rank: int | None = None
+    similarity: float | None = None
+    bm25: float | None = None
+    fused: float = 0.0
+
+
+def fuse(
+    candidates: list[Candidate], mode: str, rrf_k: int, weights: tuple[float, float]
+) -> list[Candidate]:
+    """Order candidates: by similarity, by BM25, or by reciprocal-rank fusion.
+
+    RRF uses ranks, not scores, because cosine similarities and BM25 scores live on
+    unrelated scales; each side contributes weight / (rrf_k + rank). Ties go to the better
+    single-side rank, then to the chunk id, so the order is stable.
+    """
+    vector_weight, keyword_weight = weights
+    for c in candidates:
+        if mode == "vector":
+            c.fused = c.similarity or 0.0
+        elif mode == "keyword":
+            c.fused = c.bm25 or 0.0
+        else:
+            c.fused = 0.0
+            if c.vector_rank is not None:
+                c.fused += vector_weight / (rrf_k + c.vector_rank)
+            if c.keyword_rank is not None:
+                c.fused += keyword_weight / (rrf_k + c.keyword_rank)
+
+    def best_rank(c: Candidate) -> int:
+        return min(r for r in (c.vector_rank, c.keyword_rank, 10**9) if r is not None)
+
+    return sorted(candidates, key=lambda c: (-c.fused, best_rank(c), c.row.chunk_id))
+
+
+def cut(
+    ranked: list[Candidate], k: int, threshold: float | None, mode: str
+) -> tuple[list[Hit], list[Dropped]]:
+    """The first k candidates that pass the threshold; those that failed it while still
+    inside the top k are reported as dropped (they are what the user would have seen)."""
+    hits: list[Hit] = []
+    dropped: list[Dropped] = []
+    for cand in ranked:
+        if len(hits) >= k:
+            break
+        vector_only = cand.keyword_rank is None
+        if (
+            threshold is not None
+            and mode != "keyword"
+            and vector_only
+            and cand.similarity is not None
+            and cand.similarity < threshold
+        ):
+            if len(hits) + len(dropped) < k:
+                chunk = cand.row.chunk
+                dropped.append(
+                    Dropped(
+                        chunk.document_id,
+                        chunk.path,
+                        chunk.ordinal,
+                        cand.similarity,
+                        "below_threshold",
+                    )
+                )
+            continue
+        hits.append(_hit(cand, len(hits) + 1, mode))
+    return hits, dropped
+
+
+def _hit(cand: Candidate, rank: int, mode: str) -> Hit:
+    chunk = cand.row.chunk
+    extra: dict[str, Any] = {"chunk_id": cand.row.chunk_id}
+    if mode == "hybrid":
+        extra.update(
+            vector_rank=cand.vector_rank,
+            keyword_rank=cand.keyword_rank,
+            similarity=cand.similarity,
+            bm25=cand.bm25,
+        )
+    return Hit(
+        rank=rank,
+        score=cand.fused,
+        document_id=chunk.document_id,
+        path=chunk.path,
+        chunk=chunk.ordinal,
+        text=chunk.text,
+        type=chunk.type,
+        page=chunk.page,
+        heading=chunk.heading,
+        line_start=chunk.line_start,
+        line_end=chunk.line_end,
+        extra=extra,
+    )
