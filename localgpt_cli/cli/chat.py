@@ -157,7 +157,7 @@ def chat(
     attached = [read_context_file(p) for p in files]
     text = " ".join(prompt).strip()
     stdin_text = _stdin_text(app)
-    store = open_history(app, readonly=no_save) if not no_save or continue_ or cid else None
+    store = app.history(readonly=no_save) if not no_save or continue_ or cid else None
     conversation = None
     if continue_ or cid:
         conversation = None if store is None else store.resolve(cid) if cid else store.latest()
@@ -181,6 +181,8 @@ def chat(
         "files": attached,
     }
     # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
+    from localgpt_cli.cli.retrieval import knowledge_base
+
     has_kb = not lock and (rag is not False or tools) and knowledge_base(app, rag)
     retriever = None
     if has_kb and rag is not False:
@@ -205,38 +207,10 @@ def chat(
     run_repl(app, base, hide_thinking, store, toolbox, retriever)
 
 
-def open_history(app: App, readonly: bool = False) -> Any:
-    """The history database under LOCALGPT_HOME (None when read-only and absent)."""
-    from localgpt_cli.history.store import HistoryStore
-
-    path = app.settings.home_dir / "history.db"
-    if readonly and not path.exists():
-        return None
-    if not readonly:
-        app.settings.writable_dir("home")
-    store = HistoryStore.open(path)
-    # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
-    # no connection open, and the file is recorded as checked (history/integrity.py).
-    click.get_current_context().call_on_close(store.close)
-    return store
-
-
 @dataclass
 class TurnOutcome:
     code: int
     conversation_id: str | None
-
-
-def knowledge_base(app: App, required: bool | None) -> bool:
-    """Whether the collection has documents; with --rag it must exist (exit 6 otherwise)."""
-    from localgpt_cli.cli.retrieval import collection_may_exist
-
-    name = app.settings.collection
-    if not required and not collection_may_exist(app, name):
-        return False
-    from localgpt_cli.cli.kb import open_store
-
-    return open_store(app).collection(name).count() > 0
 
 
 def read_context_file(path: str) -> Any:
