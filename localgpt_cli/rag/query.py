@@ -4,7 +4,7 @@
 One function embeds the query with the collection's own model (and its query prefix),
 falls back to keyword search with a warning when Ollama cannot embed, and runs the
 search, so every way of asking the knowledge base behaves the same. Opening the
-collection from the settings is the caller's job (cli/retrieval.py).
+collection from the settings is the caller's job.
 """
 
 from __future__ import annotations
