@@ -79,8 +79,7 @@ class App:
         otherwise.
         """
         if not documents or self.settings.timeout:
-            client: OllamaClient = self.client
-            return client
+            return self.client
         if self._document_embedder is None:
             from localgpt_cli.llm.client import OllamaClient
 
