@@ -1,22 +1,33 @@
-"""What every command shares: the invocation's settings, output mode and Ollama client.
+"""What every command shares: the invocation's settings, output mode, Ollama client,
+history and embedder.
 
 Built once by the top-level group and passed down as `ctx.obj`, so a subcommand asks
-for `app.client` instead of reading environment variables itself; that keeps the
-precedence rule (flags > env > config file > defaults) in one place.
+for `app.client`, `app.history()` or `app.embedder()` instead of reading environment
+variables and building its own; that keeps the precedence rule (flags > env > config
+file > defaults) in one place. Everything is opened lazily: `localgpt --help` imports
+none of ollama, lancedb or the history store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from localgpt_cli.config import Settings, cache_dir, load_settings
 from localgpt_cli.render.output import Output
 
+if TYPE_CHECKING:
+    from localgpt_cli.history.protocol import Store
+    from localgpt_cli.llm.provider import Provider
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Embedding a batch of documents can take a while on a CPU: how long ingest waits for one
+# unless --timeout says otherwise.
+DOCUMENT_EMBED_TIMEOUT = 120.0
 
 
 @dataclass
@@ -29,6 +40,7 @@ class App:
     _settings: Settings | None = None
     _client: Any = None
     _catalog: Any = None
+    _document_embedder: Any = None
 
     @property
     def settings(self) -> Settings:
@@ -57,6 +69,39 @@ class App:
 
             self._catalog = ModelCatalog(self.client, cache_dir() / "models.json")
         return self._catalog
+
+    def embedder(self, *, documents: bool = False) -> Provider:
+        """The client that embeds for the knowledge base.
+
+        A query is one short request and waits as every other call of the command does
+        (--timeout, else no limit), so it goes through `client`; documents go in batches
+        that can take a while on a CPU, so ingest waits 120 s unless --timeout says
+        otherwise.
+        """
+        if not documents or self.settings.timeout:
+            return self.client
+        if self._document_embedder is None:
+            from localgpt_cli.llm.ollama import OllamaClient
+
+            self._document_embedder = OllamaClient(
+                self.settings.host, timeout=DOCUMENT_EMBED_TIMEOUT
+            )
+        return self._document_embedder
+
+    def history(self, readonly: bool = False) -> Store | None:
+        """The history database under LOCALGPT_HOME (None when read-only and absent)."""
+        from localgpt_cli.history.sqlite import SQLiteStore
+
+        path = self.settings.home_dir / "history.db"
+        if readonly and not path.exists():
+            return None
+        if not readonly:
+            self.settings.writable_dir("home")
+        store = SQLiteStore.open(path)
+        # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
+        # no connection open, and the file is recorded as checked (history/integrity.py).
+        click.get_current_context().call_on_close(store.close)
+        return store
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)

@@ -81,9 +81,10 @@ def eval_command(
     """Measure retrieval quality (nDCG, recall, MRR) on labelled questions."""
     import sys
 
-    from localgpt_cli.cli.retrieval import open_target, resolve_threshold
+    from localgpt_cli.cli.retrieval import open_target
     from localgpt_cli.errors import InvalidInput
     from localgpt_cli.rag.evaluate import parse_qrels, score_run
+    from localgpt_cli.rag.query import resolve_threshold
     from localgpt_cli.rag.queryfile import parse_questions, read_text, require_words
 
     wanted = _modes(modes) if modes is not None else None
@@ -130,7 +131,7 @@ def eval_command(
         from localgpt_cli.rag.embedding import embed_queries
 
         # No keyword fallback here: figures labelled "vector" must come from vectors.
-        vectors = embed_queries(app.client, target.model, [q.text for q in scored])
+        vectors = embed_queries(target.client, target.model, [q.text for q in scored])
     if "keyword" in wanted:
         require_words(scored, q_source)
     limit = resolve_threshold(target, threshold)

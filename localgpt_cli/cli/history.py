@@ -60,10 +60,7 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 def _open(app: App) -> Store | None:
     """The history store, or None when there is no history.db yet (nothing is created)."""
-    from localgpt_cli.cli.chat import open_history
-
-    store: Store | None = open_history(app, readonly=True)
-    return store
+    return app.history(readonly=True)
 
 
 def _resolve(store: Store | None, reference: str) -> Conversation:

@@ -132,7 +132,6 @@ def ingest(
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.errors import ModelNotFound, OllamaUnreachable, PartialFailure
     from localgpt_cli.heap import pin_mmap_threshold
-    from localgpt_cli.llm.ollama import OllamaClient
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest import Ingest, IngestOptions
 
@@ -173,8 +172,7 @@ def ingest(
         collection=settings.collection,
         model=chosen_embed_model(app),
         model_explicit=model_explicit(app),
-        # Embedding a batch can take a while on a CPU; 120 s unless --timeout says otherwise.
-        client=OllamaClient(settings.host, timeout=settings.timeout or 120.0),
+        client=app.embedder(documents=True),
         home=settings.home_dir,
         wait_lock=wait_lock,
     )

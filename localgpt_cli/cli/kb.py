@@ -139,8 +139,8 @@ def chosen_embed_model(app: App) -> str:
     """The embedding model named by flag, env or config, resolved as `chat -m` is (a bare
     name not installed as `:latest` means the one installed tag of that name, with a
     warning). A defaulted model is left as it is: it defers to the collection's own."""
-    name = str(app.settings.embed_model)
-    return app.catalog.resolve(name, app.output.warn) if model_explicit(app) else name
+    model = str(app.settings.embed_model)
+    return app.catalog.resolve(model, app.output.warn) if model_explicit(app) else model
 
 
 def open_manifest(app: App) -> Any:

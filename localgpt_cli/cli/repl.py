@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from localgpt_cli.cli.app import App
+if TYPE_CHECKING:
+    from localgpt_cli.cli.turn import ChatTurns
 
 HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an answer."
 
 
-def run_repl(
-    app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None,
-    toolbox: Any = None, retriever: Any = None,
-) -> None:
+def run_repl(turns: ChatTurns) -> None:
+    """Ask and answer until /exit or Ctrl-D; each line continues the conversation the
+    last answer was stored in, until /new starts another."""
     from rich.prompt import Prompt
 
-    from localgpt_cli.cli.chat import run_turn
-
-    console = app.output.console()
-    console.print(f"[dim]localgpt chat with [bold]{base['model']}[/bold]. {HELP}[/dim]")
-    conversation_id = base.get("conversation_id")
+    console = turns.app.output.console()
+    console.print(f"[dim]localgpt chat with [bold]{turns.model}[/bold]. {HELP}[/dim]")
+    conversation_id = turns.conversation_id
     while True:
         try:
             text = Prompt.ask("[bold green]>>>[/]", console=console).strip()
@@ -40,6 +38,5 @@ def run_repl(
         if text in ("/help", "/?"):
             console.print(f"[dim]{HELP}[/dim]")
             continue
-        request = base | {"prompt": text, "stdin_text": None, "conversation_id": conversation_id}
-        outcome = run_turn(app, request, hide_thinking, store, toolbox, retriever)
+        outcome = turns.run(turns.request(text, conversation_id=conversation_id))
         conversation_id = outcome.conversation_id or conversation_id

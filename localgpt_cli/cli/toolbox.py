@@ -48,8 +48,7 @@ def tool_listing(app: App, functions: Sequence[str] = ()) -> list[tuple[Any, str
     The knowledge base is looked at as `chat` does (the collection has documents), so
     `search_documents` is listed either way, with the reason when it is not offered.
     """
-    from localgpt_cli.cli.chat import knowledge_base
-    from localgpt_cli.cli.retrieval import tool_search
+    from localgpt_cli.cli.retrieval import knowledge_base, tool_search
     from localgpt_cli.errors import LocalGPTError
     from localgpt_cli.tools.registry import builtin_listing
 

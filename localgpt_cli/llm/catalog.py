@@ -22,9 +22,9 @@ from localgpt_cli.llm.provider import ModelInfo, ModelSummary, Provider
 TTL_SECONDS = 300.0
 
 
-def canonical(name: str) -> str:
-    """Ollama's own rule: a name without a tag means `:latest`."""
-    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+def canonical(model: str) -> str:
+    """Ollama's own rule: a model name without a tag means `:latest`."""
+    return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
 
 
 class ModelCatalog:
@@ -67,25 +67,25 @@ class ModelCatalog:
         self._save(data)
         return models, False
 
-    def show(self, name: str, refresh: bool = False) -> ModelInfo:
+    def show(self, model: str, refresh: bool = False) -> ModelInfo:
         """Capabilities and context length; an unknown model -> ModelNotFound with the list."""
-        key = canonical(name)
+        key = canonical(model)
         data = self._load()
         entry = data.get("show", {}).get(key)
         if not refresh and entry and self._fresh(entry.get("at")):
             return ModelInfo(**entry["info"])
         try:
-            info = self.client.show(name)
+            info = self.client.show(model)
         except ModelNotFound as exc:
-            raise self.not_found(name) from exc
+            raise self.not_found(model) from exc
         data.setdefault("show", {})[key] = {"at": time.time(), "info": asdict(info)}
         self._save(data)
         return info
 
     def show_resolved(
-        self, name: str, warn: Callable[[str, str], None], refresh: bool = False
+        self, model: str, warn: Callable[[str, str], None], refresh: bool = False
     ) -> ModelInfo:
-        """`show`, but a bare name that is not installed as `name:latest` falls back to the
+        """`show`, but a bare name that is not installed as `model:latest` falls back to the
         one installed tag of that name (`qwen3` -> `qwen3:8b`), said through `warn(code,
         message)`.
 
@@ -95,35 +95,35 @@ class ModelCatalog:
         guess, and the error lists them.
         """
         try:
-            return self.show(name, refresh=refresh)
+            return self.show(model, refresh=refresh)
         except ModelNotFound:
-            tag = self._only_tag(name)
+            tag = self._only_tag(model)
             if tag is None:
                 raise
-        warn("model_resolved", f"{name!r} is not installed as {canonical(name)}; using {tag}, "
-             f"the only {name} installed.")  # fmt: skip
+        warn("model_resolved", f"{model!r} is not installed as {canonical(model)}; using {tag}, "
+             f"the only {model} installed.")  # fmt: skip
         return self.show(tag, refresh=refresh)
 
-    def resolve(self, name: str, warn: Callable[[str, str], None]) -> str:
-        """The installed model `name` means (see `show_resolved`); `name` itself when it is
+    def resolve(self, model: str, warn: Callable[[str, str], None]) -> str:
+        """The installed model `model` means (see `show_resolved`); `model` itself when it is
         installed, when nothing better is found, or when Ollama cannot be asked (the
         command's own request then reports that)."""
         try:
-            return self.show_resolved(name, warn).name
+            return self.show_resolved(model, warn).name
         except LocalGPTError:
-            return name
+            return model
 
-    def _only_tag(self, name: str) -> str | None:
-        if ":" in name.rsplit("/", 1)[-1]:
+    def _only_tag(self, model: str) -> str | None:
+        if ":" in model.rsplit("/", 1)[-1]:
             return None  # a tag was given: that one is meant
         try:
             installed, _cached = self.list(refresh=True)
         except LocalGPTError:
             return None
-        tags = [m.name for m in installed if m.name.startswith(f"{name}:")]
+        tags = [m.name for m in installed if m.name.startswith(f"{model}:")]
         return tags[0] if len(tags) == 1 else None
 
-    def not_found(self, name: str) -> ModelNotFound:
+    def not_found(self, model: str) -> ModelNotFound:
         """The error for a missing model, naming the installed ones (best effort)."""
         try:
             installed = [m.name for m in self.client.list_models()]
@@ -131,6 +131,6 @@ class ModelCatalog:
             installed = []
         listed = ", ".join(installed) if installed else "none"
         return ModelNotFound(
-            f"Model {name!r} is not installed at {self.client.host}.",
-            hint=f"Installed: {listed}. Pull it with `localgpt models pull {name}`.",
+            f"Model {model!r} is not installed at {self.client.host}.",
+            hint=f"Installed: {listed}. Pull it with `localgpt models pull {model}`.",
         )

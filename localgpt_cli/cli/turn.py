@@ -1,0 +1,258 @@
+"""The request path of `localgpt chat`: parsed flags -> typed `TurnRequest` -> a turn shown.
+
+`chat` (the question on the command line or piped in) and the REPL (one question per
+line) both build their requests and run their turns here, so neither imports the other.
+The kernel stays free of click: it receives a `TurnRequest`, never the flags.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.cli.app import App
+from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageError
+
+if TYPE_CHECKING:
+    from localgpt_cli.history.protocol import Store
+    from localgpt_cli.history.types import Conversation
+    from localgpt_cli.kernel.grounding import ContextFile, Retriever
+    from localgpt_cli.kernel.session import Toolbox, TurnRequest
+
+
+@dataclass(frozen=True)
+class ChatFlags:
+    """`localgpt chat`'s flags as click parsed them, one typed object instead of 23
+    parameters. The field names are click's parameter names (`pass_flags` builds this
+    from them), so an option added to the command is a field added here."""
+
+    prompt: tuple[str, ...]
+    model: str | None
+    system: str | None
+    options: tuple[tuple[str, str], ...]  # -o KEY VALUE, parsed by llm/options.py
+    think: bool | None
+    hide_thinking: bool
+    no_stream: bool
+    timeout: float | None
+    continue_: bool
+    cid: str | None
+    no_save: bool
+    window: int | None
+    # tools
+    tools: bool
+    only_tools: tuple[str, ...]
+    functions: tuple[str, ...]
+    max_iterations: int
+    approve: bool
+    # the knowledge base
+    rag: bool | None
+    k: int
+    threshold: float | None
+    collection: str | None
+    files: tuple[str, ...]
+    lock: bool
+
+
+def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
+    """Hand the command its flags as one `ChatFlags` (click passes them as keywords)."""
+
+    @functools.wraps(command)
+    def with_flags(app: App, **flags: Any) -> None:
+        command(app, ChatFlags(**flags))
+
+    return with_flags
+
+
+@dataclass
+class TurnOutcome:
+    code: int
+    conversation_id: str | None
+
+
+@dataclass
+class ChatTurns:
+    """One `localgpt chat`: what all its turns share, and how one is run and shown."""
+
+    app: App
+    flags: ChatFlags
+    model: str  # resolved: `qwen3` -> the one `qwen3:*` installed
+    system: str | None
+    window: int
+    options: dict[str, Any]
+    files: list[ContextFile]
+    conversation_id: str | None = None  # the one -c/--cid continues
+    store: Store | None = None
+    retriever: Retriever | None = None
+    toolbox: Toolbox | None = None
+
+    def request(
+        self, prompt: str, stdin_text: str | None = None, conversation_id: str | None = None
+    ) -> TurnRequest:
+        """The typed request for one turn: this chat's flags, with the turn's prompt, piped
+        text and conversation."""
+        from localgpt_cli.kernel.session import TurnRequest
+
+        flags = self.flags
+        return TurnRequest(
+            model=self.model,
+            prompt=prompt,
+            system=self.system,
+            stdin_text=stdin_text,
+            options=self.options,
+            think=flags.think,
+            stream=not flags.no_stream,
+            conversation_id=conversation_id,
+            save=not flags.no_save,
+            window=self.window,
+            max_iterations=flags.max_iterations,
+            files=self.files,
+        )
+
+    def run(self, request: TurnRequest) -> TurnOutcome:
+        """Run one turn through a renderer; the exit code is 130 when interrupted."""
+        from localgpt_cli.kernel.session import Turn
+        from localgpt_cli.render.chat import chat_renderer
+
+        app = self.app
+        turn = Turn(app.client, app.catalog, request, store=self.store,
+                    toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
+        renderer = chat_renderer(app.output, self.flags.hide_thinking)
+        try:
+            for packet in turn:
+                renderer.packet(packet)
+        except KeyboardInterrupt:
+            for packet in turn.abort():
+                renderer.packet(packet)
+            renderer.close()
+            return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id)
+        except BrokenPipeError:
+            # The reader of stdout left (`| head -1`): stop the model and store the answer as
+            # far as it got (`aborted`, or as it ended if `done` came first); main.py exits 141.
+            turn.abort()
+            raise
+        renderer.close()
+        if turn.error is not None:
+            if app.output.json:
+                sys.stderr.write(f"localgpt: error: {turn.error}\n")
+            return TurnOutcome(turn.error.exit_code, turn.conversation_id)
+        return TurnOutcome(0, turn.conversation_id)
+
+
+def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None]:
+    """The chat the flags describe, and the question given on the command line or piped
+    in (None: the REPL asks). Whatever can be refused is refused here, before a model is
+    called: contradicting flags, unreadable files, binary stdin, no conversation to
+    continue."""
+    from localgpt_cli.llm.options import parse_options
+
+    if flags.continue_ and flags.cid:
+        raise UsageError("Use either -c/--continue or --cid, not both.")
+    app.set_flag("model", flags.model)
+    app.set_flag("timeout", flags.timeout)
+    app.set_flag("window", flags.window)
+    app.set_flag("collection", flags.collection)
+    if flags.lock and not flags.files:
+        raise UsageError("--lock uses only the files named with -f/--file; name at least one.")
+    options = parse_options(flags.options)
+    files = [read_context_file(p) for p in flags.files]
+    text = " ".join(flags.prompt).strip()
+    piped = stdin_text(app)
+    continuing = flags.continue_ or bool(flags.cid)
+    store = app.history(readonly=flags.no_save) if not flags.no_save or continuing else None
+    conversation = _continued(store, flags.cid) if continuing else None
+    settings = app.settings
+    turns = ChatTurns(
+        app, flags, model=_model(app, conversation), system=flags.system or settings.system,
+        window=settings.window, options=options, files=files,
+        conversation_id=conversation.id if conversation else None, store=store,
+    )  # fmt: skip
+    turns.retriever, turns.toolbox = _knowledge(app, flags)
+    question = turns.request(text, piped, turns.conversation_id) if text or piped else None
+    return turns, question
+
+
+def _continued(store: Store | None, cid: str | None) -> Conversation:
+    """The conversation -c (the latest) or --cid (a unique id prefix) continues."""
+    conversation = None if store is None else store.resolve(cid) if cid else store.latest()
+    if conversation is None:
+        raise NotFound("There is no conversation to continue yet.",
+                       hint="Start one with: localgpt chat \"…\"")
+    return conversation
+
+
+def _model(app: App, conversation: Conversation | None) -> str:
+    """The model to ask: flag, env or config; continuing keeps the conversation's model
+    unless one was chosen."""
+    model = app.settings.model
+    if conversation is not None and app.settings.sources["model"] == "default":
+        model = conversation.model  # continuing keeps the conversation's model
+    return app.catalog.resolve(model, app.output.warn)  # qwen3 -> the one qwen3:* installed
+
+
+def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | None]:
+    """The retriever and the tools of this chat (either may be None)."""
+    from localgpt_cli.cli.retrieval import knowledge_base
+
+    # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
+    has_kb = (not flags.lock and (flags.rag is not False or flags.tools)
+              and knowledge_base(app, flags.rag))  # fmt: skip
+    retriever = None
+    if has_kb and flags.rag is not False:
+        from localgpt_cli.cli.retrieval import chat_retriever
+
+        retriever = chat_retriever(app, k=flags.k, threshold=flags.threshold,
+                                   collection=app.settings.collection)
+    toolbox = None
+    if flags.tools:
+        from localgpt_cli.cli.retrieval import tool_search
+        from localgpt_cli.cli.toolbox import build_toolbox
+
+        toolbox = build_toolbox(app, only=flags.only_tools, functions=flags.functions,
+                                approve=flags.approve,
+                                search=tool_search(app) if has_kb else None)
+    return retriever, toolbox
+
+
+def stdin_text(app: App) -> str | None:
+    """Piped stdin, if any: attached to the prompt as context.
+
+    Read as bytes and decoded the way ingest decodes a file (rag/decode.py), so a Latin-1
+    log or a UTF-16 export is text with a warning instead of a crash; bytes that are not
+    text at all (a NUL byte: an executable, an image) are refused before anything is
+    sent or stored, since the model could only answer about mojibake.
+    """
+    from localgpt_cli.rag.decode import decode_text
+    from localgpt_cli.rag.filetypes import SNIFF_BYTES, looks_binary
+
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        return None
+    try:
+        if stream.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    data = stream.buffer.read(SNIFF_BYTES)  # `cat /dev/zero |` is refused, not read forever
+    if looks_binary(data):
+        raise InvalidInput(
+            f"stdin is binary (a NUL byte in its first {SNIFF_BYTES // 1024} KiB), not text; "
+            "nothing was sent.",
+            hint="Pipe text, or attach a document with -f FILE.",
+        )
+    text, warning = decode_text(data + stream.buffer.read())
+    if warning:
+        app.output.warn("stdin_encoding", f"stdin: {warning}")
+    return text if text.strip() else None
+
+
+def read_context_file(path: str) -> ContextFile:
+    """A --file as text: PDFs, DOCX and HTML through the same parsers as ingest."""
+    from localgpt_cli.kernel.grounding import ContextFile
+    from localgpt_cli.rag.parse import parse_file
+
+    doc = parse_file(Path(path))
+    return ContextFile(path=path, text="\n\n".join(s.text for s in doc.sections))
