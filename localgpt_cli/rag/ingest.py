@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from localgpt_cli.errors import InvalidInput, LocalGPTError
 from localgpt_cli.rag import manifest as mf
 from localgpt_cli.rag.chunk import DEFAULT_MAX_CHUNKS, resolve_limits
+from localgpt_cli.rag.library import Library, locked
 from localgpt_cli.rag.titles import embed_body
 from localgpt_cli.rag.walk import FoundFile, under, walk
 
@@ -217,7 +218,7 @@ class Ingest:
         self.roots: list[str] = []  # what this run named: the only place it may prune
         self._unnameable: list[FoundFile] = []  # names that are not UTF-8: they fail alone
         self._sniffed: list[FoundFile] = []  # new files found binary: skipped
-        self._check_lock: Callable[[], None] = lambda: None  # raises if the lock was lost
+        self.library: Library
 
     # -- the run ------------------------------------------------------------------------
 
@@ -225,12 +226,10 @@ class Ingest:
         """Do the run, yielding events; the last one is the summary."""
         start = time.perf_counter()
         if self.opts.dry_run:
+            self.library = Library(self.store.uri, self.home, self.name)
             yield from self._run()
         else:
-            from localgpt_cli.rag.lock import ingest_lock
-
-            with ingest_lock(self.store.uri, self.home, self.wait_lock) as self._check_lock:
-                mf.migrate(self.store.uri, self.home, self.name)
+            with locked(self.store.uri, self.home, self.name, self.wait_lock) as self.library:
                 yield from self._run()
         self.summary.ms = _ms(start)
         yield self.summary.record()
@@ -246,7 +245,7 @@ class Ingest:
             yield {"type": "warning", "code": "not_regular_file", "message": message}
             yield self._skipped(path, "not_regular_file", message)
         yield from self._open_collection(files)
-        self.manifest = mf.open_manifest(self.store.uri, self.home, self.name)
+        self.manifest = self.library.manifest
         self.stats = EmbedStats()
         self.queue = EmbedQueue(
             self.client, self.model, self.coll, batch_size=self.opts.batch_size, stats=self.stats
@@ -324,10 +323,7 @@ class Ingest:
                     f"{self.coll.model}; --force re-indexes it with {self.model}: its "
                     f"documents are removed and the paths given are ingested again.",
                 }
-                # Manifest first: a crash between the two leaves a table the manifest does
-                # not vouch for, which the next run re-checks, never the reverse.
-                mf.manifest_file(self.store.uri, self.home, self.name).remove()
-                self.store.drop_collection(self.name)
+                self.library.remove(None, lambda: self.store.drop_collection(self.name))
                 self.coll = None
                 for doc in vanished:
                     yield self._count({
@@ -841,7 +837,7 @@ class Ingest:
 
     def _commit(self, docs: list[_Doc]) -> Iterator[Event]:
         """One commit for these documents, then their manifest entries, then their records."""
-        self._check_lock()
+        self.library.check_lock()
         ids = [d.document_id for d in docs if d.chunks or d.stored]
         if ids:
             assert self.coll is not None
