@@ -158,6 +158,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
     under a folder you ingest comes back with the next ingest: exclude it there
     (--exclude) to keep it out.
     """
+    from localgpt_cli.rag.ingest.document import document_event
     from localgpt_cli.rag.library import locked
 
     settings = app.settings
@@ -176,10 +177,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
         library.remove(targets, lambda: coll.delete_documents(targets))
     for doc_id, path in targets.items():
         if app.output.json:
-            app.output.record({
-                "type": "document", "status": "removed", "path": path,
-                "document_id": doc_id, "chunks": counts.get(doc_id, 0),
-            })  # fmt: skip
+            app.output.record(document_event("removed", path, doc_id, chunks=counts.get(doc_id, 0)))
         else:
             app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
 
