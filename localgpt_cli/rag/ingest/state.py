@@ -113,4 +113,5 @@ class RunState:
 
 
 def now_iso() -> str:
+    """When a manifest entry was written: UTC, to the second (`docs list` shows it)."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
