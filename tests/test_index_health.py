@@ -34,7 +34,8 @@ def _ingest_killed_at_the_final_optimize(notes: Path, standin) -> None:
     """An ingest that stops where the final optimize begins (as a SIGKILL there does):
     its rows are committed and its manifest written, its indexes not brought up to date."""
     from localgpt_cli.llm.ollama import OllamaClient
-    from localgpt_cli.rag.ingest import Ingest, IngestOptions
+    from localgpt_cli.rag.ingest.options import IngestOptions
+    from localgpt_cli.rag.ingest.run import Ingest
     from localgpt_cli.rag.store import open_store
 
     run = Ingest(

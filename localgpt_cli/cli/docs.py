@@ -158,8 +158,8 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
     under a folder you ingest comes back with the next ingest: exclude it there
     (--exclude) to keep it out.
     """
-    from localgpt_cli.rag.lock import ingest_lock
-    from localgpt_cli.rag.manifest import migrate
+    from localgpt_cli.rag.ingest.document import document_event
+    from localgpt_cli.rag.library import locked
 
     settings = app.settings
     coll = _collection(app)
@@ -173,23 +173,11 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
                                     f"({counts.get(doc_id, 0)} chunks)\n")  # fmt: skip
         if not ask(app, f"Remove {len(targets)} {noun}?"):
             return
-    with ingest_lock(settings.db_uri, settings.home_dir, wait_lock):
-        migrate(settings.db_uri, settings.home_dir, settings.collection)
-        manifest = open_manifest(app)
-        for doc_id in targets:
-            entry = manifest.ids().get(doc_id)
-            if entry is not None:
-                manifest.remove(entry.path)
-        # Manifest first: if the table delete is then lost, the next ingest re-checks the
-        # file (the manifest no longer vouches for it) instead of trusting stale rows.
-        manifest.compact()
-        coll.delete_documents(targets)
+    with locked(settings.db_uri, settings.home_dir, settings.collection, wait_lock) as library:
+        library.remove(targets, lambda: coll.delete_documents(targets))
     for doc_id, path in targets.items():
         if app.output.json:
-            app.output.record({
-                "type": "document", "status": "removed", "path": path,
-                "document_id": doc_id, "chunks": counts.get(doc_id, 0),
-            })  # fmt: skip
+            app.output.record(document_event("removed", path, doc_id, chunks=counts.get(doc_id, 0)))
         else:
             app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
 

@@ -133,7 +133,8 @@ def ingest(
     from localgpt_cli.errors import ModelNotFound, OllamaUnreachable, PartialFailure
     from localgpt_cli.heap import pin_mmap_threshold
     from localgpt_cli.rag.chunk import resolve_limits
-    from localgpt_cli.rag.ingest import Ingest, IngestOptions
+    from localgpt_cli.rag.ingest.options import IngestOptions
+    from localgpt_cli.rag.ingest.run import Ingest
 
     if not app.debug:
         # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the

@@ -105,9 +105,6 @@ class EmbedQueue:
         self._known: set[str] | None = None
         self._queue: dict[str, tuple[str, list[Any]]] = {}  # hash -> (input, refs)
 
-    def __len__(self) -> int:
-        return len(self._queue)
-
     def remember(self, hashes: Iterable[str]) -> None:
         """Texts just stored with vectors: later chunks may reuse them."""
         if self._known is not None:

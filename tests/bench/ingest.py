@@ -162,7 +162,8 @@ def child(argv: list[str]) -> None:
 def in_process_rerun(corpus: Path, home: Path, host: str) -> float:
     """Seconds of an unchanged re-run inside this process (lancedb imported beforehand)."""
     from localgpt_cli.llm.ollama import OllamaClient
-    from localgpt_cli.rag.ingest import Ingest, IngestOptions
+    from localgpt_cli.rag.ingest.options import IngestOptions
+    from localgpt_cli.rag.ingest.run import Ingest
     from localgpt_cli.rag.store import open_store
 
     db = str(home / "lancedb")

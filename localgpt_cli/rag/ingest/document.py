@@ -1,0 +1,317 @@
+"""One document: a file parsed and chunked into rows waiting for their vectors, and the
+`document` event that reports what became of a file (built by `document_event` only)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.errors import InvalidInput
+from localgpt_cli.rag import manifest as mf
+from localgpt_cli.rag.ingest.summary import Event, elapsed_ms
+from localgpt_cli.rag.walk import FoundFile
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.ingest.state import RunState
+    from localgpt_cli.rag.types import Chunk, ParsedDocument
+
+# Statuses of a file that is (or would be) in the collection: their event says how many
+# chunks it has (None in a dry run, which does not cut the file). A file that failed or
+# was skipped has none.
+_HAS_CHUNKS = ("added", "updated", "moved", "removed")
+
+
+def document_event(
+    status: str,
+    path: str,
+    document_id: str | None,
+    *,
+    chunks: int | None = None,
+    moved_from: str | None = None,
+    code: str | None = None,
+    message: str | None = None,
+    reused: int | None = None,
+    ms: int | None = None,
+    pending: int | None = None,
+    dry_run: bool = False,
+) -> Event:
+    """The `document` event of the README's output contract: what became of one file.
+
+    Keys come in one order whatever the status; an optional one is left out when it does
+    not apply (None), `chunks` by the status, and `dry_run` is there only in a dry run."""
+    event: Event = {"type": "document", "status": status, "path": path, "document_id": document_id}
+    if status in _HAS_CHUNKS:
+        event["chunks"] = chunks
+    optional = {
+        "from": moved_from,
+        "code": code,
+        "message": message,
+        "reused": reused,
+        "ms": ms,
+        "pending": pending,
+    }
+    event.update((key, value) for key, value in optional.items() if value is not None)
+    if dry_run:
+        event["dry_run"] = True
+    return event
+
+
+@dataclass
+class Work:
+    """A file that must be (re)processed, and why."""
+
+    found: FoundFile
+    sha256: str
+    entry: mf.Entry | None  # its manifest entry, if any
+    # (document id, chunk hashes in order) of rows stored at this path that no manifest
+    # entry vouches for (the manifest was lost, or a run was killed before writing it)
+    stored: tuple[str, list[str]] | None = None
+
+    def status(self) -> str:
+        """`updated` if the file is a document already, else `added`."""
+        old_ok = self.entry is not None and self.entry.status == mf.OK
+        return "updated" if old_ok or self.stored else "added"
+
+    def document_id(self, taken: set[str]) -> str:
+        """The id the document keeps (its entry's, or its stored rows'), else a new one
+        that none of `taken` uses; added to `taken`."""
+        doc_id = (
+            (self.entry.document_id if self.entry else "")
+            or (self.stored[0] if self.stored else "")
+            or document_id_for(self.found.path, taken)
+        )
+        taken.add(doc_id)
+        return doc_id
+
+
+class Prepared:
+    """A processed document waiting for its embeddings and its commit."""
+
+    def __init__(
+        self, document_id: str, path: str, status: str, chunks: list[Chunk], hashes: list[str]
+    ) -> None:
+        self.document_id = document_id
+        self.path = path
+        self.status = status
+        self.chunks = chunks
+        self.hashes = hashes
+        self.vectors: list[Any] = [None] * len(chunks)
+        self.waiting = 0  # chunks whose vector is still queued
+        self.stored = False  # rows of this document are in the table (merge, not append)
+        self.entry: mf.Entry | None = None
+        self.reused: int | None = None  # chunks whose vector the cache had
+        self.ms = 0  # reading it took
+        self.code: str | None = None  # why a file that was a document is removed
+        self.message: str | None = None
+
+    def deliver(self, index: int, vector: Any) -> None:
+        self.vectors[index] = vector
+        self.waiting -= 1
+
+    def event(self) -> Event:
+        """Its `document` event, once committed: `pending` counts the chunks stored without
+        a vector."""
+        return document_event(
+            self.status,
+            self.path,
+            self.document_id,
+            chunks=len(self.chunks),
+            code=self.code,
+            message=self.message,
+            reused=self.reused,
+            ms=self.ms,
+            pending=sum(v is None for v in self.vectors),
+        )
+
+
+def document_id_for(path: str, taken: set[str]) -> str:
+    """A new document's id: derived from its path, so the same corpus ingested twice (or a
+    run killed and run again) gets the same ids; salted if a document that moved away from
+    this path still uses it."""
+    salt = 0
+    while True:
+        key = path if salt == 0 else f"{path}\0{salt}"
+        doc_id = hashlib.sha256(key.encode()).hexdigest()[:16]
+        if doc_id not in taken:
+            return doc_id
+        salt += 1
+
+
+def read_document(
+    state: RunState, item: Work, doc_id: str, status: str
+) -> Iterator[Event | Prepared]:
+    """Parse and chunk one file, take the vectors the cache has and queue the rest;
+    yields its events, then the `Prepared` (nothing if the file failed or is binary)."""
+    f = item.found
+    start = time.perf_counter()
+    try:
+        parsed, chunks = _parse(state, item, doc_id)
+    except InvalidInput as exc:
+        if exc.code == "binary_file":
+            yield from _skip(state, item, doc_id, None, exc.code, exc.message, start)
+            return
+        yield failed_event(state, item, exc.code, exc.message, start)
+        return
+    except Exception as exc:  # a parser bug on one odd file must not stop the run
+        message = f"{f.path}: {type(exc).__name__}: {exc}"
+        yield failed_event(state, item, "parse_error", message, start)
+        return
+    if not chunks:  # an empty file is not a document: nothing to find, nothing to list
+        message = f"{f.path}: no text (empty file); skipped"
+        yield from _skip(state, item, doc_id, parsed.type, "empty", message, start)
+        return
+    yield from _prepare(state, item, Prepared(doc_id, f.path, status, chunks, []), parsed, start)
+
+
+def _parse(state: RunState, item: Work, doc_id: str) -> tuple[ParsedDocument, list[Chunk]]:
+    """The file parsed, and cut into chunks; InvalidInput if it cannot be."""
+    from localgpt_cli.rag.chunk import chunk_document
+    from localgpt_cli.rag.parse import parse_file
+
+    f = item.found
+    if not item.sha256:
+        raise InvalidInput(f"{f.path}: cannot read")
+    parsed = parse_file(Path(f.path), max_bytes=state.opts.max_file_size)
+    chunks = chunk_document(
+        parsed,
+        doc_id,
+        size=state.opts.chunk_size,
+        overlap=state.opts.chunk_overlap,
+        max_chunks=state.opts.max_chunks,
+    )
+    return parsed, chunks
+
+
+def _prepare(
+    state: RunState, item: Work, doc: Prepared, parsed: ParsedDocument, start: float
+) -> Iterator[Event | Prepared]:
+    """Title the chunks, then queue for embedding those whose input the cache lacks."""
+    from localgpt_cli.rag.store import text_hash
+    from localgpt_cli.rag.titles import document_title, embed_body
+
+    f, chunks = item.found, doc.chunks
+    title = document_title(parsed)
+    del parsed.sections  # the chunks hold the text now
+    for chunk in chunks:
+        chunk.title = title
+    # Each chunk's embedding input, made once: hashed as its cache key, and sent if needed.
+    bodies = [embed_body(title, c.text) for c in chunks]
+    doc.hashes = [text_hash(body) for body in bodies]
+    if item.stored is not None and item.stored[1] == doc.hashes and not state.opts.force:
+        # The rows stored for this path are what this run would write: only the
+        # manifest entry was missing, and it is all that is written.
+        state.summary.unchanged += 1
+        state.manifest.put(
+            state.entry(f, item.sha256, doc.document_id, parsed.type, len(chunks), mf.OK)
+        )
+        yield {"type": "progress", "files": 1, "chunks": 0}
+        return
+    for note in parsed.warnings:
+        yield {"type": "warning", "code": "parse_warning", "message": f"{f.path}: {note}"}
+    truncated = _queue_inputs(state, doc, bodies)
+    if truncated:
+        yield {
+            "type": "warning",
+            "code": "embed_input_truncated",
+            "message": f"{f.path}: {truncated} chunk(s) longer than the embed limit were "
+            "cut for embedding (the stored text is whole); lower --chunk-size to avoid it.",
+        }
+    doc.stored = state.table_has(doc.document_id)
+    doc.entry = state.entry(f, item.sha256, doc.document_id, parsed.type, len(chunks), mf.OK)
+    doc.reused, doc.ms = len(chunks) - doc.waiting, elapsed_ms(start)
+    state.summary.reused += len(chunks) - doc.waiting
+    state.summary.chunks += len(chunks)
+    state.summary.bytes += f.size
+    yield {"type": "progress", "files": 1, "chunks": len(chunks)}
+    yield doc
+
+
+def _queue_inputs(state: RunState, doc: Prepared, bodies: list[str]) -> int:
+    """Take the vectors the cache has for `doc`, queue the other inputs; how many of
+    those had to be cut to the embed limit."""
+    cached = state.queue.cached(doc.hashes)
+    truncated = 0
+    for i, (body, h) in enumerate(zip(bodies, doc.hashes, strict=True)):
+        if h in cached:
+            doc.vectors[i] = cached[h]
+        else:
+            doc.waiting += 1
+            truncated += state.queue.put(body, h, (doc, i))
+    return truncated
+
+
+def _skip(
+    state: RunState,
+    item: Work,
+    doc_id: str,
+    doc_type: str | None,
+    code: str,
+    message: str,
+    start: float,
+) -> Iterator[Event | Prepared]:
+    """A file with no text to index (binary, empty): remembered as skipped, so it costs a
+    stat next time; if it was a document until now, its rows go with the next commit."""
+    f = item.found
+    skipped = state.entry(f, item.sha256, "", doc_type, 0, mf.SKIPPED)
+    if not state.table_has(doc_id):
+        state.manifest.put(skipped)
+        yield skipped_event(state, f.path, code, message)
+        return
+    state.summary.skipped += 1  # and counted as removed when its event is yielded
+    gone = Prepared(doc_id, f.path, "removed", [], [])
+    gone.stored, gone.entry = True, skipped
+    gone.code, gone.message, gone.ms = code, message, elapsed_ms(start)
+    yield gone
+
+
+def skipped_event(state: RunState, path: str, code: str, message: str) -> Event:
+    """The event of a file counted as skipped: every file counted has one."""
+    return state.count(
+        document_event(
+            "skipped", path, None, code=code, message=message, dry_run=state.opts.dry_run
+        )
+    )
+
+
+def bad_name_event(state: RunState, f: FoundFile) -> Event:
+    """A file whose name is not UTF-8 (old archives, another system's encoding): the
+    store, the manifest and NDJSON all hold UTF-8, so it fails alone, shown with the
+    bad bytes escaped (as `ls -b` does), and nothing is recorded for it."""
+    shown = os.fsencode(f.path).decode("utf-8", "backslashreplace")
+    message = (
+        f"{shown}: the file name is not valid UTF-8, so it cannot be stored; "
+        "rename it (e.g. with convmv) to ingest it."
+    )
+    return state.count(
+        document_event(
+            "failed",
+            shown,
+            None,
+            code="invalid_file_name",
+            message=message,
+            dry_run=state.opts.dry_run,
+        )
+    )
+
+
+def failed_event(state: RunState, item: Work, code: str, message: str, start: float) -> Event:
+    """The event of a file that could not be read, parsed or cut (it fails alone: the run
+    goes on, and exits 5 at the end)."""
+    f = item.found
+    # Keep the last good document (if any) searchable; record the failure for `docs list`.
+    if item.entry is None or item.entry.status != mf.OK:
+        state.manifest.put(
+            state.entry(f, item.sha256, "", None, 0, mf.FAILED, f"{code}: {message}")
+        )
+    state.summary.bytes += f.size
+    document_id = item.entry.document_id if item.entry else None
+    return state.count(
+        document_event(
+            "failed", f.path, document_id, code=code, message=message, ms=elapsed_ms(start)
+        )
+    )
