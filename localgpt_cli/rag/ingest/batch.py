@@ -75,7 +75,8 @@ def commit(state: RunState, docs: list[Prepared]) -> Iterator[Event]:
         # write_documents marks the collection pending before such rows are stored
         state.pending_written += sum(v is None for v in vectors)
         append = not any(d.stored for d in docs)
-        coll.write_documents(ids, chunks, vectors, append=append)
+        hashes = [h for d in docs for h in d.hashes]
+        coll.write_documents(ids, chunks, vectors, append=append, hashes=hashes)
         state.wrote = True
         state.note_stored(d.document_id for d in docs if d.chunks)
         state.queue.remember(

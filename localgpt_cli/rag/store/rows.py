@@ -117,8 +117,11 @@ def vector_field(dim: int) -> pa.Field:
     return pa.field("vector", pa.list_(pa.float32(), dim), nullable=True)
 
 
-def chunk_columns(chunks: Sequence[Chunk]) -> dict[str, list[Any]]:
-    """The non-vector columns of `chunks`' rows, by column name."""
+def chunk_columns(
+    chunks: Sequence[Chunk], hashes: Sequence[str] | None = None
+) -> dict[str, list[Any]]:
+    """The non-vector columns of `chunks`' rows, by column name; `hashes` are the chunks'
+    `embed_hash`es when the caller has them already."""
     return {
         "chunk_id": [chunk_id(c.document_id, c.ordinal) for c in chunks],
         "document_id": [c.document_id for c in chunks],
@@ -130,7 +133,7 @@ def chunk_columns(chunks: Sequence[Chunk]) -> dict[str, list[Any]]:
         "heading": [c.heading for c in chunks],
         "line_start": [c.line_start for c in chunks],
         "line_end": [c.line_end for c in chunks],
-        "text_hash": [embed_hash(c) for c in chunks],
+        "text_hash": list(hashes) if hashes is not None else [embed_hash(c) for c in chunks],
         "title": [c.title for c in chunks],
     }
 

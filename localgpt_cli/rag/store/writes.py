@@ -54,7 +54,12 @@ class Writes(CollectionTable):
             self.table.add_columns(pa.field("title", pa.string()))
             self._changed()
 
-    def _rows_table(self, chunks: Sequence[Chunk], vectors: Sequence[Any] | None) -> pa.Table:
+    def _rows_table(
+        self,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Any] | None,
+        hashes: Sequence[str] | None = None,
+    ) -> pa.Table:
         import numpy as np
         import pyarrow as pa
 
@@ -67,7 +72,7 @@ class Writes(CollectionTable):
             self._ensure_vector_column(dims.pop())
         self._ensure_title_column()
         schema = row_schema(self.dim if "vector" in self.schema.names else None)
-        columns = chunk_columns(chunks)
+        columns = chunk_columns(chunks, hashes)
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
         if "vector" in schema.names:
             if vectors is None:
@@ -83,6 +88,7 @@ class Writes(CollectionTable):
         vectors: Sequence[Any] | None,
         *,
         append: bool,
+        hashes: Sequence[str] | None = None,
     ) -> None:
         """Make `chunks` the rows of all of `document_ids`, in one commit.
 
@@ -96,13 +102,15 @@ class Writes(CollectionTable):
         is still atomic, so a crash leaves each document old or new. With `append` the
         caller knows none of the documents is stored, so a plain append replaces the
         merge's join over the whole table. A document with no chunks is deleted.
+        `hashes[i]`, when given, is `embed_hash(chunks[i])` as the caller already computed
+        it (ingest hashes every chunk's embedding input once, to look up its cache).
         """
         ids = sorted(set(document_ids))
         if not chunks:
             self.delete_documents(ids)
             return
         self._mark_if_missing(vectors)
-        data = self._rows_table(chunks, vectors)
+        data = self._rows_table(chunks, vectors, hashes)
         if append:
             self.table.add(data, on_bad_vectors="null")
         else:
