@@ -79,30 +79,12 @@ def eval_command(
     threshold: float | None,
 ) -> None:
     """Measure retrieval quality (nDCG, recall, MRR) on labelled questions."""
-    import sys
-
     from localgpt_cli.cli.retrieval import open_target
-    from localgpt_cli.errors import InvalidInput
-    from localgpt_cli.rag.evaluate import parse_qrels, score_run
+    from localgpt_cli.rag.evaluate import score_run
     from localgpt_cli.rag.query import resolve_threshold
-    from localgpt_cli.rag.queryfile import parse_questions, read_text, require_words
 
-    wanted = _modes(modes) if modes is not None else None
-    if queries_file == "-" and qrels_file == "-":
-        raise click.UsageError("Only one of --queries and --qrels can be read from stdin.")
-    stdin = sys.stdin.read() if "-" in (queries_file, qrels_file) else None
-    q_source = "<stdin>" if queries_file == "-" else queries_file
-    r_source = "<stdin>" if qrels_file == "-" else qrels_file
-    questions = parse_questions(read_text(queries_file, stdin), q_source)
-    qrels = parse_qrels(read_text(qrels_file, stdin), r_source)
-    by_id = {q.id: q for q in questions}
-    for (qid, _doc), line in sorted(qrels.lines.items(), key=lambda item: item[1]):
-        if qid not in by_id:
-            raise InvalidInput(
-                f"{r_source}:{line}: query id {qid!r} is not in {q_source}.",
-                hint="The qrels must use the ids of the query file (plain lines: line numbers).",
-            )
-
+    asked = _modes(modes) if modes is not None else None
+    questions, qrels, q_source, r_source = _read_labels(queries_file, qrels_file)
     target = open_target(app)
     coll = target.collection
     judgements = _resolve(coll, qrels, r_source)
@@ -113,19 +95,7 @@ def eval_command(
             f"{len(questions) - len(scored)} of {len(questions)} queries have no relevant "
             "judgement and are not scored.",
         )
-    has_vectors = coll.has_vectors()
-    if wanted is None:
-        wanted = list(MODES) if has_vectors else ["keyword"]
-        if not has_vectors:
-            app.output.warn(
-                "no_embeddings",
-                f"Collection {coll.name!r} has no embeddings: evaluating keyword mode only.",
-            )
-    elif not has_vectors and any(m != "keyword" for m in wanted):
-        raise InvalidInput(
-            f"Collection {coll.name!r} has no embeddings: vector and hybrid cannot be measured.",
-            hint="Run localgpt ingest with Ollama up first, or use --mode keyword.",
-        )
+    wanted = _measurable(app, coll, asked)
     vectors: list[Any] = [None] * len(scored)
     if any(m != "keyword" for m in wanted):
         from localgpt_cli.rag.embedding import embed_queries
@@ -133,6 +103,8 @@ def eval_command(
         # No keyword fallback here: figures labelled "vector" must come from vectors.
         vectors = embed_queries(target.client, target.model, [q.text for q in scored])
     if "keyword" in wanted:
+        from localgpt_cli.rag.queryfile import require_words
+
         require_words(scored, q_source)
     limit = resolve_threshold(target, threshold)
     items = [(q.text, v) for q, v in zip(scored, vectors, strict=True)]
@@ -145,6 +117,54 @@ def eval_command(
         by_query = {q.id: r for q, r in zip(scored, rankings, strict=True)}
         rows.append((mode, score_run(by_query, judgements, k), seconds))
     _show(app, coll.name, rows)
+
+
+def _read_labels(queries_file: str, qrels_file: str) -> tuple[list[Any], Any, str, str]:
+    """(questions, qrels, their two source names), with every judged query id checked
+    against the query file. At most one of the two files may be stdin."""
+    import sys
+
+    from localgpt_cli.errors import InvalidInput
+    from localgpt_cli.rag.evaluate import parse_qrels
+    from localgpt_cli.rag.queryfile import parse_questions, read_text
+
+    if queries_file == "-" and qrels_file == "-":
+        raise click.UsageError("Only one of --queries and --qrels can be read from stdin.")
+    stdin = sys.stdin.read() if "-" in (queries_file, qrels_file) else None
+    q_source = "<stdin>" if queries_file == "-" else queries_file
+    r_source = "<stdin>" if qrels_file == "-" else qrels_file
+    questions = parse_questions(read_text(queries_file, stdin), q_source)
+    qrels = parse_qrels(read_text(qrels_file, stdin), r_source)
+    ids = {q.id for q in questions}
+    for (qid, _doc), line in sorted(qrels.lines.items(), key=lambda item: item[1]):
+        if qid not in ids:
+            raise InvalidInput(
+                f"{r_source}:{line}: query id {qid!r} is not in {q_source}.",
+                hint="The qrels must use the ids of the query file (plain lines: line numbers).",
+            )
+    return questions, qrels, q_source, r_source
+
+
+def _measurable(app: App, coll: Any, wanted: list[str] | None) -> list[str]:
+    """The modes to measure: those asked for, or all three; keyword only (with a warning)
+    when the collection has no embeddings and none were asked for."""
+    from localgpt_cli.errors import InvalidInput
+
+    has_vectors = coll.has_vectors()
+    if wanted is None:
+        if has_vectors:
+            return list(MODES)
+        app.output.warn(
+            "no_embeddings",
+            f"Collection {coll.name!r} has no embeddings: evaluating keyword mode only.",
+        )
+        return ["keyword"]
+    if not has_vectors and any(m != "keyword" for m in wanted):
+        raise InvalidInput(
+            f"Collection {coll.name!r} has no embeddings: vector and hybrid cannot be measured.",
+            hint="Run localgpt ingest with Ollama up first, or use --mode keyword.",
+        )
+    return wanted
 
 
 def document_rankings(
