@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localgpt_cli.cli.history import short_ids
+from localgpt_cli.history.ids import short_ids
 from localgpt_cli.history.store import HistoryStore
 from tests.cli import invoke, run_in_pty
 from tests.standin import Reply

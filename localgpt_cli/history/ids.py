@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from localgpt_cli.errors import AmbiguousId
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_LENGTH = 26
@@ -21,6 +25,9 @@ _RANDOM_LIMIT = 1 << _RANDOM_BITS
 # that look like digits read as those digits.
 _READ_AS = str.maketrans({"I": "1", "L": "1", "O": "0"})
 _VALID = frozenset(ALPHABET)
+# Ids shown to people are cut to the shortest unique prefix, but never shorter than this
+# (8 Crockford characters cover the first 38 bits of the creation time, about a second).
+SHORT_ID_MIN = 8
 
 
 class _Generator:
@@ -84,3 +91,31 @@ def normalize_prefix(text: str) -> str | None:
     if not canonical or len(canonical) > ID_LENGTH or not set(canonical) <= _VALID:
         return None
     return canonical
+
+
+class _Resolver(Protocol):
+    """What the short-id rule needs of a store: naming the one id a prefix stands for."""
+
+    def resolve(self, reference: str) -> Any: ...
+
+
+def short_ids(store: _Resolver, ids: Sequence[str]) -> dict[str, str]:
+    """Each id cut to its shortest prefix (>= SHORT_ID_MIN) that names it alone, like git.
+
+    Unique among all stored ids, not just the shown ones, so a shortened id can be
+    pasted back into `history show`. One indexed range lookup per id in the common case.
+    """
+    out: dict[str, str] = {}
+    for cid in ids:
+        length = SHORT_ID_MIN
+        while length < ID_LENGTH:
+            try:
+                store.resolve(cid[:length])
+                break
+            except AmbiguousId as exc:
+                # Skip past the characters shared with the candidates it listed.
+                shared = max((len(os.path.commonprefix([cid, other]))
+                              for other in exc.candidates if other != cid), default=length)
+                length = max(length, shared) + 1
+        out[cid] = cid[:length]
+    return out
