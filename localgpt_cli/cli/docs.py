@@ -11,12 +11,11 @@ from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.cli.kb import (
     collection_options,
-    display_path,
     open_manifest,
     open_store,
     resolve_document,
 )
-from localgpt_cli.render.tables import human_size, print_table
+from localgpt_cli.render.tables import display_path, human_size, print_table
 
 EPILOG = """\b
 Examples:

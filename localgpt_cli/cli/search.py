@@ -8,8 +8,9 @@ from typing import Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import THRESHOLD, collection_options, display_path, embed_model_option
+from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
 from localgpt_cli.rag.filetypes import DOCUMENT_TYPES
+from localgpt_cli.render.tables import display_path
 
 EPILOG = """\b
 Examples:
