@@ -13,21 +13,20 @@ def run_repl(
     app: App, base: dict[str, Any], hide_thinking: bool, store: Any = None,
     toolbox: Any = None, retriever: Any = None,
 ) -> None:
-    from rich.prompt import Prompt
-
     from localgpt_cli.cli.chat import run_turn
+    from localgpt_cli.render.repl import ReplScreen
 
-    console = app.output.console()
-    console.print(f"[dim]localgpt chat with [bold]{base['model']}[/bold]. {HELP}[/dim]")
+    screen = ReplScreen(app.output)
+    screen.greet(base["model"], HELP)
     conversation_id = base.get("conversation_id")
     while True:
         try:
-            text = Prompt.ask("[bold green]>>>[/]", console=console).strip()
+            text = screen.ask()
         except KeyboardInterrupt:
-            console.print("\n[dim](/exit or Ctrl-D to quit)[/dim]")
+            screen.interrupted()
             continue
         except EOFError:
-            console.print()
+            screen.end()
             return
         if not text:
             continue
@@ -35,10 +34,10 @@ def run_repl(
             return
         if text == "/new":
             conversation_id = None
-            console.print("[dim]New conversation.[/dim]")
+            screen.note("New conversation.")
             continue
         if text in ("/help", "/?"):
-            console.print(f"[dim]{HELP}[/dim]")
+            screen.note(HELP)
             continue
         request = base | {"prompt": text, "stdin_text": None, "conversation_id": conversation_id}
         outcome = run_turn(app, request, hide_thinking, store, toolbox, retriever)
