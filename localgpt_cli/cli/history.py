@@ -184,9 +184,11 @@ def search_cmd(app: App, text: tuple[str, ...], limit: int) -> None:
     if store is None:
         app.output.info(EMPTY)
         return
-    marks = hit_marks(app.output)
-    hits = store.search(query, limit) if marks is None else store.search(query, limit,
-                                                                         highlight=marks)
+    marks = hit_marks(app.output)  # None: --json keeps the store's own ** marks
+    if marks is None:
+        hits = store.search(query, limit)
+    else:
+        hits = store.search(query, limit, highlight=marks)
     if not hits:
         app.output.info(f"No messages match {query!r}.")
         return
