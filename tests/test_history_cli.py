@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from localgpt_cli.cli.history import short_ids
+from localgpt_cli.history.short_ids import short_ids
 from localgpt_cli.history.sqlite import SQLiteStore
 from tests.cli import invoke, run_in_pty
 from tests.standin import Reply

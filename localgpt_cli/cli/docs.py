@@ -11,12 +11,12 @@ from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.cli.kb import (
     collection_options,
-    display_path,
     open_manifest,
     open_store,
     resolve_document,
 )
-from localgpt_cli.render.tables import human_size, print_table
+from localgpt_cli.render.docs import print_chunks
+from localgpt_cli.render.tables import display_path, human_size, print_table
 
 EPILOG = """\b
 Examples:
@@ -116,28 +116,7 @@ def show_cmd(app: App, ref: str) -> None:
                 "line_end": c.line_end, "text": c.text,
             })  # fmt: skip
         return
-    out = app.output
-    if out.pretty:
-        console = out.console()
-        console.print(f"[bold]{display_path(path)}[/]  {doc_id}  {len(chunks)} chunks")
-        for c in chunks:
-            console.print(f"\n[cyan]chunk {c.ordinal}[/]  [dim]{_where(c)}[/]")
-            console.print(c.text, markup=False, highlight=False)
-        return
-    for c in chunks:
-        out.stdout.write(f"--- chunk {c.ordinal}  {_where(c)}\n{c.text}\n")
-    out.stdout.flush()
-
-
-def _where(chunk: Any) -> str:
-    parts = []
-    if chunk.page is not None:
-        parts.append(f"page {chunk.page}")
-    if chunk.line_start is not None:
-        parts.append(f"lines {chunk.line_start}-{chunk.line_end}")
-    if chunk.heading:
-        parts.append(chunk.heading)
-    return "  ".join(parts)
+    print_chunks(app.output, doc_id, path, chunks)
 
 
 @docs.command("rm", epilog="Examples:\n\n\b\n  localgpt docs rm notes/old.md 3f2a9c\n"

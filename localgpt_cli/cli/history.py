@@ -8,13 +8,8 @@ delete by accident and cannot hang on a prompt either.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
-import sys
-from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +18,22 @@ import click
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
+from localgpt_cli.history.prune import count_older, cutoff, parse_age, spell_age
+from localgpt_cli.history.short_ids import short_ids
+from localgpt_cli.render.history import (
+    hit_marks,
+    print_conversations,
+    print_doomed,
+    print_export,
+    print_hits,
+    print_pruned,
+    print_removed,
+)
+from localgpt_cli.render.transcript import print_transcript
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
-    from localgpt_cli.history.types import Conversation, ConversationSummary, Message
+    from localgpt_cli.history.types import Conversation
 
 EPILOG = """\b
 Examples:
@@ -45,14 +52,6 @@ IDs: a full id, a unique prefix of one (as `history` shows it), or `latest`.
 
 EMPTY = 'No conversations yet. Start one with: localgpt chat "…"'
 DEFAULT_LIMIT = 20
-# Pretty tables show ids cut to the shortest unique prefix, but never shorter than this
-# (8 Crockford characters cover the first 38 bits of the creation time, about a second).
-SHORT_ID_MIN = 8
-# Private-use characters as snippet markers: they practically never occur in stored
-# text, and are replaced by a style before anything is drawn.
-_MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
-_UNFINISHED = ("length", "max_iterations", "loop_guard", "aborted", "error")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 # -- shared helpers -------------------------------------------------------------------
@@ -76,40 +75,6 @@ def _resolve(store: Store | None, reference: str) -> Conversation:
         raise AmbiguousId(
             " ".join(exc.message.split()), candidates=exc.candidates, hint=exc.hint
         ) from None
-
-
-def _title(title: str | None) -> str:
-    return title if title else "(untitled)"
-
-
-def _local_time(stamp: str) -> str:
-    """An ISO UTC stamp as local wall-clock time to the minute, for people."""
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def short_ids(store: Store, ids: Sequence[str]) -> dict[str, str]:
-    """Each id cut to its shortest prefix (>= SHORT_ID_MIN) that names it alone, like git.
-
-    Unique among all stored ids, not just the shown ones, so a shortened id can be
-    pasted back into `history show`. One indexed range lookup per id in the common case.
-    """
-    from localgpt_cli.ids import ID_LENGTH
-
-    out: dict[str, str] = {}
-    for cid in ids:
-        length = SHORT_ID_MIN
-        while length < ID_LENGTH:
-            try:
-                store.resolve(cid[:length])
-                break
-            except AmbiguousId as exc:
-                # Skip past the characters shared with the candidates it listed.
-                shared = max((len(os.path.commonprefix([cid, other]))
-                              for other in exc.candidates if other != cid), default=length)
-                length = max(length, shared) + 1
-        out[cid] = cid[:length]
-    return out
 
 
 def _limit_option(f: Any) -> Any:
@@ -149,161 +114,15 @@ def list_cmd(app: App, limit: int) -> None:
     if not found:
         app.output.info(EMPTY)
         return
-    if app.output.json:
-        for c in found:
-            app.output.record(c.to_record())
-        return
-    from localgpt_cli.render.tables import print_table
-
-    headers = ["ID", "TITLE", "MODEL", "MESSAGES", "UPDATED"]
-    if app.output.pretty:
-        assert store is not None
+    short: dict[str, str] = {}
+    if app.output.pretty and store is not None:
         short = short_ids(store, [c.id for c in found])
-        rows = [[short[c.id], _title(c.title), c.model, c.messages, _local_time(c.updated_at)]
-                for c in found]
-    else:
-        rows = [[c.id, c.title or "", c.model, c.messages, c.updated_at] for c in found]
-    print_table(app.output, headers, rows)
+    print_conversations(app.output, found, short)
     if more:
         app.output.info(f"(showing the latest {limit}; -n {limit * 2} shows more)")
 
 
 # -- show -------------------------------------------------------------------------------
-
-
-def _call_parts(call: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Name and arguments of a stored tool call (Ollama's {"function": {...}} or flat)."""
-    function = call.get("function", call)
-    if not isinstance(function, dict):
-        return "?", {"call": call}
-    arguments = function.get("arguments", {})
-    if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):
-            arguments = json.loads(arguments)
-    if not isinstance(arguments, dict):
-        arguments = {"arguments": arguments}
-    return str(function.get("name", "?")), arguments
-
-
-def _tool_lines(messages: list[Message]) -> tuple[dict[str, list[str]], set[str]]:
-    """`name(args) -> result` for each assistant tool call, and the tool messages used.
-
-    A call's result is the following tool message with its call id, or else the next
-    unused one in order (Ollama's tool messages often carry only a name). Tool messages
-    used here are not shown again on their own.
-    """
-    from localgpt_cli.render.chat import tool_line
-
-    lines: dict[str, list[str]] = {}
-    used: set[str] = set()
-    for i, message in enumerate(messages):
-        if message.role != "assistant" or not message.tool_calls:
-            continue
-        results: list[Message] = []
-        for later in messages[i + 1:]:
-            if later.role != "tool":
-                break
-            results.append(later)
-        out = []
-        for call in message.tool_calls:
-            name, arguments = _call_parts(call)
-            call_id = call.get("id")
-            match = next((r for r in results if r.id not in used and call_id
-                          and r.tool_call_id == call_id), None)
-            if match is None:
-                match = next((r for r in results if r.id not in used), None)
-            if match is not None:
-                used.add(match.id)
-            out.append(tool_line(name, arguments, None if match is None else match.content))
-        lines[message.id] = out
-    return lines, used
-
-
-def _folded(thinking: str) -> str:
-    return f"thinking: {len(thinking):,} chars — use --thinking to show"
-
-
-def _unfinished(message: Message) -> str | None:
-    reason = message.metadata.get("done_reason")
-    if reason not in _UNFINISHED:
-        return None
-    error = message.metadata.get("error")
-    detail = f": {error['message']}" if isinstance(error, dict) and "message" in error else ""
-    return f"(answer incomplete: {reason}{detail})"
-
-
-def _heading(message: Message) -> str:
-    if message.role == "tool" and message.tool_name:
-        return f"tool: {message.tool_name}"
-    return message.role
-
-
-def _show_plain(
-    app: App, conversation: Conversation, messages: list[Message], thinking: bool
-) -> None:
-    calls, used = _tool_lines(messages)
-    parts = [
-        f"# {_title(conversation.title)}\n"
-        f"id: {conversation.id}  model: {conversation.model}  "
-        f"messages: {conversation.messages}  updated: {conversation.updated_at}\n"
-    ]
-    for m in messages:
-        if m.id in used:
-            continue
-        block = [f"## {_heading(m)}"]
-        if m.thinking:
-            if thinking:
-                block.append("thinking:")
-                block.extend(f"> {line}" if line else ">" for line in m.thinking.splitlines())
-            else:
-                block.append(_folded(m.thinking))
-        if m.content:
-            block.append(m.content.rstrip("\n"))
-        block.extend(calls.get(m.id, []))
-        note = _unfinished(m)
-        if note:
-            block.append(note)
-        parts.append("\n".join(block) + "\n")
-    app.output.stdout.write("\n".join(parts))
-    app.output.stdout.flush()
-
-
-def _show_pretty(
-    app: App, conversation: Conversation, messages: list[Message], thinking: bool
-) -> None:
-    from rich.markdown import Markdown
-    from rich.rule import Rule
-    from rich.text import Text
-
-    console = app.output.console()
-    calls, used = _tool_lines(messages)
-    console.print(Text(_title(conversation.title), style="bold"))
-    console.print(Text(
-        f"{conversation.id} · {conversation.model} · {conversation.messages} messages · "
-        f"updated {_local_time(conversation.updated_at)}", style="dim"))
-    styles = {"user": "bold green", "assistant": "bold cyan", "system": "bold magenta",
-              "tool": "bold yellow"}
-    for m in messages:
-        if m.id in used:
-            continue
-        console.print()
-        console.print(Rule(Text(f" {_heading(m)} ", style=styles.get(m.role, "bold")),
-                           align="left", style="dim"))
-        if m.thinking:
-            if thinking:
-                console.print(Text(m.thinking, style="dim italic"))
-            else:
-                console.print(Text(_folded(m.thinking), style="dim"))
-        if m.content:
-            if m.role == "assistant":
-                console.print(Markdown(m.content))
-            else:
-                console.print(Text(m.content))
-        for line in calls.get(m.id, []):
-            console.print(Text(line, style="yellow"))
-        note = _unfinished(m)
-        if note:
-            console.print(Text(note, style="red"))
 
 
 @history.command(
@@ -331,23 +150,11 @@ def show_cmd(app: App, conversation: str, thinking: bool) -> None:
     if app.output.json:
         for m in messages:
             app.output.record(m.to_record())
-    elif app.output.pretty:
-        _show_pretty(app, found, messages, thinking)
     else:
-        _show_plain(app, found, messages, thinking)
+        print_transcript(app.output, found, messages, thinking)
 
 
 # -- search -----------------------------------------------------------------------------
-
-
-def _snippet_text(snippet: str) -> Any:
-    """A marked snippet as rich Text with the matched words highlighted."""
-    from rich.text import Text
-
-    text = Text()
-    for i, part in enumerate(re.split(f"[{_MARK_OPEN}{_MARK_CLOSE}]", snippet)):
-        text.append(part, style="bold yellow" if i % 2 else "")
-    return text
 
 
 @history.command(
@@ -374,47 +181,21 @@ def search_cmd(app: App, text: tuple[str, ...], limit: int) -> None:
     if store is None:
         app.output.info(EMPTY)
         return
-    if app.output.json:
+    marks = hit_marks(app.output)  # None: --json keeps the store's own ** marks
+    if marks is None:
         hits = store.search(query, limit)
-    elif app.output.pretty:
-        hits = store.search(query, limit, highlight=(_MARK_OPEN, _MARK_CLOSE))
     else:
-        hits = store.search(query, limit, highlight=("", ""))
+        hits = store.search(query, limit, highlight=marks)
     if not hits:
         app.output.info(f"No messages match {query!r}.")
         return
-    if app.output.json:
-        for hit in hits:
-            app.output.record(hit.to_record())
-        return
+    short: dict[str, str] = {}
     if app.output.pretty:
-        from rich.text import Text
-
-        console = app.output.console()
         short = short_ids(store, list(dict.fromkeys(h.conversation_id for h in hits)))
-        for hit in hits:
-            head = Text(f"{hit.rank:>3}  ")
-            head.append(short[hit.conversation_id], style="cyan")
-            head.append(f"  {_title(hit.title)}", style="bold")
-            head.append(f"  {hit.role} #{hit.seq} · {_local_time(hit.created_at)}", style="dim")
-            console.print(head)
-            body = Text("     ")
-            body.append_text(_snippet_text(" ".join(hit.snippet.split())))
-            console.print(body)
-        return
-    from localgpt_cli.render.tables import print_table
-
-    rows = [[h.rank, h.conversation_id, h.seq, h.role, h.title or "", " ".join(h.snippet.split())]
-            for h in hits]
-    print_table(app.output, ["RANK", "CONVERSATION", "SEQ", "ROLE", "TITLE", "SNIPPET"], rows)
+    print_hits(app.output, hits, short)
 
 
 # -- rm ---------------------------------------------------------------------------------
-
-
-def _removed_record(c: ConversationSummary) -> dict[str, Any]:
-    return {"type": "conversation", "status": "removed",
-            **{k: v for k, v in c.to_record().items() if k != "type"}}
 
 
 @history.command(
@@ -440,17 +221,11 @@ def rm_cmd(app: App, conversations: tuple[str, ...], yes: bool) -> None:
     noun = "conversation" if len(found) == 1 else "conversations"
     refuse_without_terminal(yes, f"delete {len(found)} {noun}")
     if not yes:
-        for c in found:
-            app.output.stderr.write(f"  {c.id}  {_title(c.title)} ({c.messages} messages)\n")
+        print_doomed(app.output, found)
         if not ask(app, f"Delete {len(found)} {noun}?"):
             return
     store.delete([c.id for c in found])
-    for c in found:
-        if app.output.json:
-            app.output.record(_removed_record(c))
-        else:
-            app.output.stdout.write(f"removed {c.id}  {_title(c.title)} ({c.messages} messages)\n")
-    app.output.stdout.flush()
+    print_removed(app.output, found)
 
 
 # -- export -----------------------------------------------------------------------------
@@ -492,17 +267,7 @@ def export_cmd(app: App, conversation: str, fmt: str, path: Path | None) -> None
     data = document.encode("utf-8")
     if path is not None:
         _write_private(path, data)
-    record: dict[str, Any] = {"type": "export", "conversation_id": found.id, "format": fmt,
-                              "path": None if path is None else str(path), "bytes": len(data)}
-    if app.output.json:
-        if path is None:
-            record["content"] = document
-        app.output.record(record)
-    elif path is None:
-        app.output.stdout.write(document)
-        app.output.stdout.flush()
-    else:
-        app.output.info(f"Wrote {len(data):,} bytes to {path}.")
+    print_export(app.output, found.id, fmt, document, path, len(data))
 
 
 # -- prune ------------------------------------------------------------------------------
@@ -517,19 +282,10 @@ class Duration(click.ParamType):
                 ctx: click.Context | None) -> timedelta:
         if isinstance(value, timedelta):
             return value
-        match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", str(value), flags=re.IGNORECASE)
-        if match is None:
-            self.fail(f"{value!r} is not a duration: use a number and m, h, d or w "
-                      "(90m, 12h, 30d, 2w).", param, ctx)
-        amount = int(match.group(1))
-        if amount == 0:
-            self.fail(f"{value!r} is zero: give an age greater than zero.", param, ctx)
         try:
-            age = timedelta(**{_UNITS[match.group(2).lower()]: amount})
-            datetime.now(timezone.utc) - age
-        except OverflowError:
-            self.fail(f"{value!r} is longer than the calendar goes back.", param, ctx)
-        return age
+            return parse_age(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @history.command(
@@ -549,37 +305,16 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
     (exit 2) unless -y, also when there is nothing to delete, so a script that works
     today keeps working.
     """
-    from localgpt_cli.history.rows import iso
-
-    words = _spell(age)
+    words = spell_age(age)
     refuse_without_terminal(yes, f"prune conversations older than {words}")
     store = _open(app)
-    cutoff = iso(datetime.now(timezone.utc) - age)
+    before = cutoff(age)
     removed = 0
     if store is not None:
-        # Counted only to ask; the store applies its own cutoff when it deletes.
-        old = 0 if yes else sum(
-            1 for c in store.list_conversations(limit=sys.maxsize) if c.updated_at < cutoff
-        )
+        old = 0 if yes else count_older(store, before)
         noun = "conversation" if old == 1 else "conversations"
         if yes or (old and ask(app, f"Delete {old} {noun} not updated for {words}?")):
             removed = store.prune(age)
         elif old:
             return
-    if app.output.json:
-        app.output.record({"type": "summary", "removed": removed,
-                           "older_than_seconds": int(age.total_seconds()), "cutoff": cutoff})
-    else:
-        noun = "conversation" if removed == 1 else "conversations"
-        app.output.stdout.write(f"removed {removed} {noun} not updated for {words}\n")
-        app.output.stdout.flush()
-
-
-def _spell(age: timedelta) -> str:
-    """An age in the largest unit that divides it exactly: 2 weeks, 36 hours."""
-    seconds = int(age.total_seconds())
-    for unit, size in (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'' if count == 1 else 's'}"
-    return f"{seconds} seconds"
+    print_pruned(app.output, removed, age, words, before)

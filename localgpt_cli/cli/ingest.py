@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import click
 
@@ -11,7 +10,6 @@ from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import (
     chosen_embed_model,
     collection_options,
-    display_path,
     embed_model_option,
     model_explicit,
     open_store,
@@ -135,6 +133,7 @@ def ingest(
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest.options import IngestOptions
     from localgpt_cli.rag.ingest.run import Ingest
+    from localgpt_cli.render.ingest import IngestView
 
     if not app.debug:
         # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
@@ -177,7 +176,7 @@ def ingest(
         home=settings.home_dir,
         wait_lock=wait_lock,
     )
-    view = _View(app, dry_run)
+    view = IngestView(app.output, dry_run)
     try:
         for event in run.run():
             view.show(event)
@@ -202,109 +201,3 @@ def ingest(
             f"{summary.failed} file(s) failed to ingest; the others were committed.",
             hint="See the messages above; fix or --exclude those files.",
         )
-
-
-class _View:
-    """Renders ingest events: records with --json, a progress bar on a terminal, and
-    nothing but errors in a pipe (a cron job mails whatever it prints) unless it is a dry
-    run, whose plan is what was asked for."""
-
-    def __init__(self, app: App, dry_run: bool) -> None:
-        self.out = app.output
-        self.dry_run = dry_run
-        self.progress: Any = None
-        self.task: Any = None
-        self.chunks = 0
-
-    def show(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        out = self.out
-        if kind == "warning":
-            if out.json or out.pretty:
-                out.warn(event["code"], event["message"])
-            return
-        if out.json:
-            if kind in ("document", "summary"):
-                out.record(event)
-            return
-        if kind == "document" and event["status"] == "failed":
-            self._print_error(event)
-            self._advance({"files": 1})
-        if not out.pretty:
-            if self.dry_run and kind in ("document", "summary"):
-                line = self._line(event) if kind == "document" else _summary_line(event)
-                out.stdout.write(line + "\n")
-                out.stdout.flush()
-            return
-        if kind == "plan":
-            self._start(event)
-        elif kind == "progress":
-            self._advance(event)
-        elif kind == "document" and (self.dry_run or event["status"] in ("moved", "removed")):
-            self._print(self._line(event))
-        elif kind == "summary":
-            self.close()
-            self._print(_summary_line(event))
-
-    def _start(self, plan: dict[str, Any]) -> None:
-        if not plan["to_process"] or self.dry_run:  # a dry run only lists
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("files  {task.fields[chunks]} chunks"),
-            TimeRemainingColumn(),
-            console=self.out.console(),
-            transient=True,
-        )
-        self.progress.start()
-        self.task = self.progress.add_task("ingesting", total=plan["to_process"], chunks=0)
-
-    def _advance(self, event: dict[str, Any]) -> None:
-        if self.progress is None:
-            return
-        self.chunks += event.get("chunks", 0)
-        if event.get("phase") == "optimizing":
-            self.progress.update(self.task, description="optimizing")
-        self.progress.update(self.task, advance=event.get("files", 0), chunks=self.chunks)
-
-    def _line(self, event: dict[str, Any]) -> str:
-        verb = event["status"] if not self.dry_run else f"would be {event['status']}"
-        extra = f" (from {display_path(event['from'])})" if event.get("from") else ""
-        return f"{verb:<20} {display_path(event['path'])}{extra}"
-
-    def _print(self, text: str) -> None:
-        target = self.progress.console if self.progress is not None else self.out.console()
-        target.print(text, markup=False, highlight=False)
-
-    def _print_error(self, event: dict[str, Any]) -> None:
-        message = event["message"]
-        if self.progress is not None:
-            self.progress.console.print(f"failed: {message}", style="red", markup=False)
-        else:
-            self.out.stderr.write(f"localgpt: error: {message}\n")
-            self.out.stderr.flush()
-
-    def close(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
-
-
-def _summary_line(s: dict[str, Any]) -> str:
-    parts = [f"{s[k]} {k}" for k in ("added", "updated", "moved", "removed", "failed") if s[k]]
-    parts.append(f"{s['unchanged']} unchanged")
-    if s["pending_embeddings"]:
-        parts.append(f"{s['pending_embeddings']} chunks pending embeddings")
-    head = "Dry run: would be " if s["dry_run"] else ""
-    tail = f" ({s['chunks']} chunks, {s['embedded']} embedded, {s['ms'] / 1000:.1f} s)"
-    return head + ", ".join(parts) + ("" if s["dry_run"] else tail)

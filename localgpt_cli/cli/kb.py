@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from localgpt_cli.cli.app import App
+from localgpt_cli.render.tables import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -149,24 +150,3 @@ def open_manifest(app: App) -> Any:
 
     settings = app.settings
     return open_(settings.db_uri, settings.home_dir, settings.collection)
-
-
-def display_path(path: str) -> str:
-    """A stored (absolute) path as a person wants to read it: relative to the current
-    folder when inside it, `~/...` when inside the home folder; C-quoted as git does
-    when the name holds a tab, a newline or another unsafe character (text output only,
-    NDJSON keeps the path as stored)."""
-    import os
-
-    from localgpt_cli.render.tables import quote_path
-
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = ""
-    if cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
-        return quote_path(path[len(cwd.rstrip(os.sep)) + 1 :])
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and path.startswith(home + os.sep):
-        return quote_path("~" + path[len(home) :])
-    return quote_path(path)

@@ -109,39 +109,11 @@ def ps_cmd(app: App) -> None:
 @pass_app
 def pull_cmd(app: App, name: str) -> None:
     """Download a model, with a progress bar on a terminal (progress records with --json)."""
-    progress = None
-    tasks: dict[str, Any] = {}
-    try:
-        if app.output.pretty:
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                Progress,
-                TextColumn,
-                TransferSpeedColumn,
-            )
+    from localgpt_cli.render.pull import PullView
 
-            progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                TransferSpeedColumn(), console=app.output.console(),
-            )
-            progress.start()
+    view = PullView(app.output, name)
+    try:
         for event in app.client.pull(name):
-            if app.output.json:
-                app.output.record({"type": "pull", "model": name, **event})
-            elif progress is not None:
-                digest = event.get("digest")
-                if digest and event.get("total"):
-                    if digest not in tasks:
-                        tasks[digest] = progress.add_task(
-                            f"pulling {digest.removeprefix('sha256:')[:12]}", total=event["total"]
-                        )
-                    progress.update(tasks[digest], completed=event.get("completed") or 0)
-                else:
-                    progress.console.print(event["status"], style="dim")
-            else:
-                if not event.get("digest"):
-                    app.output.stdout.write(f"{event['status']}\n")
+            view.show(event)
     finally:
-        if progress is not None:
-            progress.stop()
+        view.close()

@@ -13,19 +13,19 @@ HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an
 def run_repl(turns: ChatTurns) -> None:
     """Ask and answer until /exit or Ctrl-D; each line continues the conversation the
     last answer was stored in, until /new starts another."""
-    from rich.prompt import Prompt
+    from localgpt_cli.render.repl import ReplScreen
 
-    console = turns.app.output.console()
-    console.print(f"[dim]localgpt chat with [bold]{turns.model}[/bold]. {HELP}[/dim]")
+    screen = ReplScreen(turns.app.output)
+    screen.greet(turns.model, HELP)
     conversation_id = turns.conversation_id
     while True:
         try:
-            text = Prompt.ask("[bold green]>>>[/]", console=console).strip()
+            text = screen.ask()
         except KeyboardInterrupt:
-            console.print("\n[dim](/exit or Ctrl-D to quit)[/dim]")
+            screen.interrupted()
             continue
         except EOFError:
-            console.print()
+            screen.end()
             return
         if not text:
             continue
@@ -33,10 +33,10 @@ def run_repl(turns: ChatTurns) -> None:
             return
         if text == "/new":
             conversation_id = None
-            console.print("[dim]New conversation.[/dim]")
+            screen.note("New conversation.")
             continue
         if text in ("/help", "/?"):
-            console.print(f"[dim]{HELP}[/dim]")
+            screen.note(HELP)
             continue
         outcome = turns.run(turns.request(text, conversation_id=conversation_id))
         conversation_id = outcome.conversation_id or conversation_id

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.cli.kb import THRESHOLD, collection_options, display_path, embed_model_option
+from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
 from localgpt_cli.rag.filetypes import DOCUMENT_TYPES
+from localgpt_cli.render.search import print_hits, print_query_hits
 
 EPILOG = """\b
 Examples:
@@ -91,20 +91,7 @@ def search(
     )
     for warning in result.warnings:
         app.output.warn("search_fallback", warning)
-    out = app.output
-    if out.json:
-        for hit in result.hits:
-            out.record(_record(hit, result.mode_used))
-        return
-    if not result.hits:
-        out.stderr.write("No passages found.\n")
-        return
-    if out.pretty:
-        _pretty(out, result.hits, query)
-        return
-    for hit in result.hits:
-        out.stdout.write(_plain(hit) + "\n")
-    out.stdout.flush()
+    print_hits(app.output, result.hits, result.mode_used, query)
 
 
 def _batch(
@@ -132,64 +119,4 @@ def _batch(
             if warning not in warned:  # the same fallback would repeat for every query
                 warned.add(warning)
                 out.warn("search_fallback", warning)
-        if out.json:
-            for hit in result.hits:
-                out.record({**_record(hit, result.mode_used), "query_id": question.id})
-        elif out.pretty:
-            from rich.markup import escape
-
-            title = f"[bold]{escape(question.id)}[/bold]  {escape(question.text)}"
-            out.console().rule(title, align="left")
-            _pretty(out, result.hits, question.text)
-        else:
-            for hit in result.hits:
-                out.stdout.write(f"{question.id}\t{_plain(hit)}\n")
-            out.stdout.flush()
-
-
-def _plain(hit: Any) -> str:
-    text = " ".join(hit.text.split())
-    return f"{hit.rank}\t{hit.score:.4f}\t{_location(hit)}\t{text}"
-
-
-def _record(hit: Any, mode: str) -> dict[str, Any]:
-    return {
-        "type": "hit", "rank": hit.rank, "score": round(hit.score, 6),
-        "document_id": hit.document_id, "path": hit.path, "chunk": hit.chunk, "page": hit.page,
-        "text": hit.text, "heading": hit.heading, "line_start": hit.line_start,
-        "line_end": hit.line_end, "doc_type": hit.type, "mode": mode,
-    }  # fmt: skip
-
-
-def _location(hit: Any) -> str:
-    path = display_path(hit.path)
-    if hit.page is not None:
-        return f"{path}:{hit.page}"
-    if hit.line_start is not None:
-        return f"{path}:{hit.line_start}-{hit.line_end}"
-    return path
-
-
-def _pretty(out: Any, hits: list[Any], query: str) -> None:
-    from rich.padding import Padding
-    from rich.text import Text
-
-    words = sorted({w for w in re.findall(r"\w+", query.lower()) if len(w) > 1}, key=len)
-    pattern = (
-        re.compile(r"\b(?:" + "|".join(re.escape(w) for w in reversed(words)) + r")\w*", re.I)
-        if words
-        else None
-    )
-    console = out.console()
-    for hit in hits:
-        head = Text()
-        head.append(f"{hit.rank:>2}. ", style="bold")
-        head.append(f"{hit.score:.3f}  ", style="dim")
-        head.append(_location(hit), style="cyan")
-        if hit.heading:
-            head.append(f"  {hit.heading}", style="dim")
-        console.print(head)
-        body = Text(hit.text.strip())
-        if pattern is not None:
-            body.highlight_regex(pattern, style="bold yellow")
-        console.print(Padding(body, (0, 0, 1, 4)))
+        print_query_hits(out, question.id, question.text, result.hits, result.mode_used)

@@ -34,6 +34,25 @@ def quote_path(path: str) -> str:
     return '"' + _UNSAFE.sub(_escape, path) + '"'
 
 
+def display_path(path: str) -> str:
+    """A stored (absolute) path as a person wants to read it: relative to the current
+    folder when inside it, `~/...` when inside the home folder; C-quoted as git does
+    when the name holds a tab, a newline or another unsafe character (text output only,
+    NDJSON keeps the path as stored)."""
+    import os
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    if cwd and path.startswith(cwd.rstrip(os.sep) + os.sep):
+        return quote_path(path[len(cwd.rstrip(os.sep)) + 1 :])
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return quote_path("~" + path[len(home) :])
+    return quote_path(path)
+
+
 def _escape(match: re.Match[str]) -> str:
     ch = match.group()
     if ch in _ESCAPES:
