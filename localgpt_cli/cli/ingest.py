@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from localgpt_cli.cli.kb import (
     model_explicit,
     open_store,
 )
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.ingest.run import Ingest
 
 EPILOG = """\b
 Examples:
@@ -128,23 +132,11 @@ def ingest(
     max_file_size: str,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
-    from localgpt_cli.errors import ModelNotFound, OllamaUnreachable, PartialFailure
-    from localgpt_cli.heap import pin_mmap_threshold
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest.options import IngestOptions
     from localgpt_cli.rag.ingest.run import Ingest
-    from localgpt_cli.render.ingest import IngestView
 
-    if not app.debug:
-        # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
-        # vector index); a cron job mails whatever is printed, so only its errors show.
-        # Read once, when lancedb is first imported, which has not happened yet.
-        os.environ.setdefault("LANCEDB_LOG", "error")
-    pin_mmap_threshold()  # keeps the run's memory flat: see localgpt_cli/heap.py
-    # The vector-index build shuffles rows through buffers of this size; LanceDB's default
-    # held ~115 MB more at the end of a 460k-chunk run (python -m tests.bench.ingest
-    # --big-mb 200 --big-embed) for the same build time. A value of the user's own wins.
-    os.environ.setdefault("LANCE_SHUFFLE_BATCH_BYTES", str(4 << 20))
+    _tune_process(app)
     try:
         max_bytes = _size(max_file_size)
     except click.BadParameter as exc:
@@ -152,7 +144,6 @@ def ingest(
         raise
     for kind in ("text", "code"):  # a bad size/overlap is a usage error before any work
         resolve_limits(kind, chunk_size, chunk_overlap)
-    settings = app.settings
     options = IngestOptions(
         paths=paths,
         include=include,
@@ -169,25 +160,58 @@ def ingest(
     run = Ingest(
         options,
         store=open_store(app, write=not dry_run),
-        collection=settings.collection,
+        collection=app.settings.collection,
         model=chosen_embed_model(app),
         model_explicit=model_explicit(app),
         client=app.embedder(documents=True),
-        home=settings.home_dir,
+        home=app.settings.home_dir,
         wait_lock=wait_lock,
     )
+    _show_run(app, run, dry_run)
+    _raise_for_outcome(run)
+
+
+def _tune_process(app: App) -> None:
+    """Settings of the libraries below, made before lancedb is first imported."""
+    from localgpt_cli.heap import pin_mmap_threshold
+
+    if not app.debug:
+        # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
+        # vector index); a cron job mails whatever is printed, so only its errors show.
+        # Read once, when lancedb is first imported, which has not happened yet.
+        os.environ.setdefault("LANCEDB_LOG", "error")
+    pin_mmap_threshold()  # keeps the run's memory flat: see localgpt_cli/heap.py
+    # The vector-index build shuffles rows through buffers of this size; LanceDB's default
+    # held ~115 MB more at the end of a 460k-chunk run (python -m tests.bench.ingest
+    # --big-mb 200 --big-embed) for the same build time. A value of the user's own wins.
+    os.environ.setdefault("LANCE_SHUFFLE_BATCH_BYTES", str(4 << 20))
+
+
+def _show_run(app: App, run: Ingest, dry_run: bool) -> None:
+    """Run the ingest, handing each event to the view; a missing embedding model is
+    reported as such, with what was stored so far kept."""
+    from localgpt_cli.errors import ModelNotFound
+    from localgpt_cli.render.ingest import IngestView
+
     view = IngestView(app.output, dry_run)
     try:
         for event in run.run():
             view.show(event)
     except ModelNotFound as exc:
         raise ModelNotFound(
-            f"Embedding model {run.model!r} is not available at {settings.host}.",
+            f"Embedding model {run.model!r} is not available at {app.settings.host}.",
             hint=f"Pull it with: localgpt models pull {run.model} (or choose one with -m). "
             "What was stored so far is kept.",
         ) from exc
     finally:
         view.close()
+
+
+def _raise_for_outcome(run: Ingest) -> None:
+    """The exit code of a finished run: 3 when chunks wait for embeddings because the
+    server is down, 5 when some files failed (the rest were committed), else 0."""
+    from localgpt_cli.errors import OllamaUnreachable, PartialFailure
+
     summary = run.summary
     if run.down is not None and summary.pending_embeddings:
         raise OllamaUnreachable(
