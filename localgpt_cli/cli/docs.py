@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
@@ -229,8 +228,7 @@ def _health_text(health: Any) -> str:
 def collections_cmd(app: App) -> None:
     """Collections in the database: name, chunks, embedding model, dimension."""
     store = open_store(app)
-    uri = store.uri
-    found = store.collections() if "://" in uri or os.path.isdir(uri) else []
+    found = store.collections()  # none, without creating it, when the folder is missing
     if app.output.json:
         for c in found:
             app.output.record(
@@ -242,5 +240,5 @@ def collections_cmd(app: App) -> None:
         app.output,
         ["NAME", "CHUNKS", "MODEL", "DIM"],
         [[c.name, c.rows, c.model or "-", c.dim or "-"] for c in found],
-        empty=f"No collections in {uri}. Create one with: localgpt ingest PATH...",
+        empty=f"No collections in {store.uri}. Create one with: localgpt ingest PATH...",
     )

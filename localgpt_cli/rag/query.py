@@ -10,7 +10,6 @@ collection from the settings is the caller's job.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,10 +28,12 @@ def collection_may_exist(db_uri: str, name: str) -> bool:
     Importing lancedb costs about a second, so a chat with no knowledge base must not
     pay it just to learn there is nothing to retrieve. Remote URIs are asked.
     """
-    if "://" in db_uri and not db_uri.startswith("file://"):
+    from localgpt_cli.rag.store.uri import local_path
+
+    root = local_path(db_uri)
+    if root is None:
         return True
-    root = Path(db_uri.removeprefix("file://")).expanduser()
-    return (root / f"{name}.lance").exists()
+    return (root.expanduser() / f"{name}.lance").exists()
 
 
 class QueryTarget:

@@ -15,17 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from localgpt_cli.rag.s3 import split_uri
+from localgpt_cli.rag.store.uri import local_path
 
 SIDECAR = "_localgpt"
 
 
 def local_dir(db_uri: str) -> Path | None:
     """The sidecar folder of a store on a local path (`file://` included), else None."""
-    if db_uri.startswith("file://"):
-        return Path(db_uri[len("file://") :]) / SIDECAR
-    if "://" in db_uri:
-        return None
-    return Path(db_uri) / SIDECAR
+    folder = local_path(db_uri)
+    return None if folder is None else folder / SIDECAR
 
 
 def s3_location(db_uri: str) -> tuple[str, str] | None:

@@ -75,10 +75,7 @@ def _reindex_losses(state: RunState, files: list[FoundFile]) -> list[DocumentSum
 
 
 def _collection_exists(state: RunState) -> bool:
-    uri = state.store.uri
-    if "://" not in uri and not os.path.isdir(uri):
-        return False  # do not let a dry run create the database folder
-    return state.store.exists(state.name)
+    return state.store.exists(state.name)  # a missing folder is not created: no names
 
 
 def _adopt_or_check_model(state: RunState) -> bool:

@@ -20,6 +20,7 @@ from localgpt_cli.rag.store.reads import Reads
 from localgpt_cli.rag.store.rows import row_schema
 from localgpt_cli.rag.store.search import Search
 from localgpt_cli.rag.store.table import META_DIM, META_MODEL, scan_all_arrow
+from localgpt_cli.rag.store.uri import local_path
 from localgpt_cli.rag.store.writes import Writes
 
 COLLECTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -89,7 +90,8 @@ class Store:
         return self._db
 
     def names(self) -> list[str]:
-        if "://" not in self.uri and not Path(self.uri).is_dir():
+        folder = local_path(self.uri)
+        if folder is not None and not folder.is_dir():
             return []  # nothing stored yet: connecting would create the folder
         return sorted(self.db.list_tables().tables)
 
@@ -205,9 +207,10 @@ def _stat(obj: Any, key: str) -> Any:
 
 def _dir_bytes(uri: str, name: str) -> int | None:
     """Bytes on disk of a local table (all versions), None for object stores."""
-    if "://" in uri:
+    folder = local_path(uri)
+    if folder is None:
         return None
-    root = Path(uri) / f"{name}.lance"
+    root = folder / f"{name}.lance"
     if not root.exists():
         return None
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
