@@ -213,7 +213,7 @@ class Settings:
         and the problem: a usage error when it came from a flag, invalid input otherwise
         (instead of an OSError surfacing as an internal error half way through).
         """
-        path = Path(str(self.values[key])).expanduser()
+        path = Path(str(self.values[key]))
         made = [p for p in (path, *path.parents) if not os.path.lexists(p)]
         problem = None
         try:
@@ -260,6 +260,13 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
     if settings.values["home"] is None:
         settings.values["home"] = str(_xdg("XDG_DATA_HOME", ".local/share") / "localgpt")
         settings.sources["home"] = "default (XDG data dir)"
+    # `~` expanded once, here: LanceDB expands it in a store path and the lock, manifests
+    # and history did not, so `LOCALGPT_DB=~/kb` put them in a folder named `~` under
+    # whatever folder the command ran in.
+    settings.values["home"] = os.path.expanduser(settings.values["home"])
+    db = settings.values["db"]
+    if db is not None and "://" not in db:
+        settings.values["db"] = os.path.expanduser(db)
     if settings.values["db"] is None:
         settings.values["db"] = str(Path(settings.values["home"]) / "lancedb")
         settings.sources["db"] = "default (<home>/lancedb)"

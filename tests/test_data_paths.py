@@ -97,3 +97,27 @@ def test_read_only_command_on_a_bad_db_is_one_line(standin):
     assert r.exit_code == 6
     assert r.stderr.startswith("localgpt: error: Collection 'default' does not exist in /proc/foo.")
     assert len(r.stderr.splitlines()) == 1
+
+
+def test_a_tilde_in_the_store_path_is_the_home_folder_wherever_the_command_runs(
+    standin, tmp_path, monkeypatch
+):
+    """LanceDB expands `~` in a store path; the lock and manifests must land beside the
+    tables, not in a folder named `~` under the current folder."""
+    user_home = tmp_path / "user"
+    user_home.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    doc = tmp_path / "doc.txt"
+    doc.write_text("the vpn resets with the blue button\n")
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("LOCALGPT_DB", "~/kb")
+    monkeypatch.chdir(elsewhere)
+    r = invoke("ingest", str(doc))
+    assert r.exit_code == 0, r.stderr
+    assert (user_home / "kb" / "default.lance").is_dir()
+    assert (user_home / "kb" / "_localgpt" / "ingest.lock").exists()
+    assert list(elsewhere.iterdir()) == []
+    r = invoke("search", "--json", "vpn")
+    assert r.exit_code == 0, r.stderr
+    assert '"path":"' + str(doc) + '"' in r.stdout

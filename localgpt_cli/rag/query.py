@@ -33,7 +33,7 @@ def collection_may_exist(db_uri: str, name: str) -> bool:
     root = local_path(db_uri)
     if root is None:
         return True
-    return (root.expanduser() / f"{name}.lance").exists()
+    return (root / f"{name}.lance").exists()
 
 
 class QueryTarget:
