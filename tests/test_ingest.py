@@ -687,6 +687,33 @@ def test_force_with_another_model_on_one_file_keeps_the_rest_of_the_collection(
     assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"
 
 
+def test_reindex_with_a_model_that_is_not_there_changes_nothing(standin, tmp_path):
+    notes = _five_notes(tmp_path)
+    assert invoke("ingest", str(notes)).exit_code == 0
+    before = stored_paths()
+    r = invoke("ingest", "--force", "-m", "no-such-embedder", str(notes))
+    assert r.exit_code == 4, r.stderr
+    assert "no-such-embedder" in r.stderr and "Traceback" not in r.stderr
+    assert stored_paths() == before
+    assert invoke("docs", "stats", "--json").records()[0]["model"] == "nomic-embed-text"
+
+
+def test_reindex_refuses_to_drop_documents_missing_outside_the_paths_named(standin, tmp_path):
+    """A file missing outside the paths named may be on an unmounted drive, or another
+    machine's on a shared store: a re-index keeps refusing instead of dropping it."""
+    notes = _five_notes(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "far.txt").write_text("Far away\n\nthe archive of the blue button\n")
+    assert invoke("ingest", str(notes), str(other)).exit_code == 0
+    before = stored_paths()
+    (other / "far.txt").rename(tmp_path / "far.txt")  # gone from here, not deleted
+    r = invoke("ingest", "--force", "-m", "all-minilm", str(notes))
+    assert r.exit_code == 6, r.stderr
+    assert str(other / "far.txt") in r.stderr and "not among the paths given" in r.stderr
+    assert stored_paths() == before
+
+
 def test_reindex_reports_every_removed_document(standin, tmp_path):
     notes = _five_notes(tmp_path)
     assert invoke("ingest", str(notes)).exit_code == 0

@@ -8,18 +8,22 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from localgpt_cli.errors import InvalidInput
+from localgpt_cli.errors import InvalidInput, LocalGPTError
 from localgpt_cli.rag.ingest.document import document_event
 from localgpt_cli.rag.ingest.summary import Event
-from localgpt_cli.rag.walk import FoundFile
+from localgpt_cli.rag.walk import FoundFile, under
 
 if TYPE_CHECKING:
+    from localgpt_cli.llm.provider import Provider
     from localgpt_cli.rag.ingest.state import RunState
     from localgpt_cli.rag.store import DocumentSummary
 
 
-def open_collection(state: RunState, files: list[FoundFile]) -> Iterator[Event]:
-    """Set the run's collection: None in a dry run on a collection that does not exist."""
+def open_collection(
+    state: RunState, files: list[FoundFile], client: Provider
+) -> Iterator[Event]:
+    """Set the run's collection: None in a dry run on a collection that does not exist.
+    `client` is the run's embedder, asked once before a re-index drops anything."""
     exists = _collection_exists(state)
     if state.opts.dry_run:
         state.coll = state.store.collection(state.name) if exists else None
@@ -29,18 +33,19 @@ def open_collection(state: RunState, files: list[FoundFile]) -> Iterator[Event]:
     if exists:
         state.coll = state.store.collection(state.name)
         if _adopt_or_check_model(state):
-            yield from _reindex(state, files)
+            yield from _reindex(state, files, client)
     if state.coll is None:
         state.coll = state.store.collection(state.name, create=True)
     # The model is recorded with the first rows (see batch.commit), not here: a run that
     # fails before storing anything (a model that is not pulled) must not pin it.
 
 
-def _reindex(state: RunState, files: list[FoundFile]) -> Iterator[Event]:
+def _reindex(state: RunState, files: list[FoundFile], client: Provider) -> Iterator[Event]:
     """Drop the collection, so the paths named are ingested again with the model asked
     for; the documents whose file is gone are reported removed."""
     assert state.coll is not None
     vanished = _reindex_losses(state, files)
+    _check_embedder(state, client)
     yield {
         "type": "warning",
         "code": "reindex",
@@ -61,7 +66,9 @@ def _reindex_losses(state: RunState, files: list[FoundFile]) -> list[DocumentSum
     assert state.coll is not None
     named = {f.path for f in files}
     stored = [d for d in state.coll.documents() if d.path not in named]
-    kept = [d for d in stored if os.path.exists(d.path)]
+    # Outside the paths named, a missing file may be an unmounted drive or another
+    # machine's (a shared store): only files gone from under this run's roots are losses.
+    kept = [d for d in stored if not under(d.path, state.roots) or os.path.exists(d.path)]
     if kept:
         raise InvalidInput(
             f"Re-indexing collection {state.name!r} with {state.model} replaces all of its "
@@ -92,3 +99,14 @@ def _adopt_or_check_model(state: RunState) -> bool:
         return True
     state.coll.check_model(state.model)  # raises, with the command to re-index
     return False
+
+
+def _check_embedder(state: RunState, client: Provider) -> None:
+    """Embed one short text with the new model before the collection is dropped: a model
+    name with a typo, or a server that is down, must leave the collection as it was."""
+    try:
+        client.embed(state.model, ["re-index check"], batch_size=1)
+    except LocalGPTError as exc:
+        kept = f"Nothing was changed: collection {state.name!r} keeps its documents."
+        exc.hint = f"{kept} {exc.hint}" if exc.hint else kept
+        raise

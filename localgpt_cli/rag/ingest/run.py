@@ -84,7 +84,7 @@ class Ingest:
         state = self.state
         files, irregular = plan.found_files(state)
         yield from irregular
-        yield from open_collection(state, files)
+        yield from open_collection(state, files, self.client)
         state.manifest = state.library.manifest
         state.stats = EmbedStats()
         state.queue = EmbedQueue(
