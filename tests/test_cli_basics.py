@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from localgpt_cli import __version__
 from tests.cli import invoke
 
@@ -25,3 +27,21 @@ def test_unknown_command_and_flag_are_usage_errors(isolated_env):
     r = invoke("chat", "--frobnicate")
     assert r.exit_code == 2 and "--frobnicate" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ingest", "--wait-lock", "nan", "."),
+        ("docs", "rm", "-y", "--wait-lock", "nan", "x"),
+        ("chat", "--timeout", "nan", "hi"),
+        ("search", "--threshold", "nan", "vpn"),
+    ],
+    ids=["ingest", "docs-rm", "chat", "search"],
+)
+def test_nan_is_a_usage_error_not_a_wait_without_end(isolated_env, args):
+    """nan passes every range check (each comparison with it is false): as --wait-lock it
+    waited for ever, as --timeout it was blamed on Ollama."""
+    r = invoke(*args)
+    assert r.exit_code == 2, r.stderr
+    assert "'nan' is not in the range" in r.stderr

@@ -124,3 +124,15 @@ def json_option(f: F) -> F:
         is_eager=True,
         help="Write NDJSON records to stdout.",
     )(f)
+
+
+class Finite(click.FloatRange):
+    """A FloatRange that refuses nan: every comparison with nan is false, so the range
+    check lets it through, a --wait-lock of nan seconds never ends, and a --threshold of
+    nan keeps every hit."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # nan
+            self.fail(f"{value!r} is not in the range {self._describe_range()}.", param, ctx)
+        return number

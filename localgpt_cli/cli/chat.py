@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.app import App, Finite, json_option, pass_app
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.turn import ChatFlags, open_chat, pass_flags
 from localgpt_cli.errors import UsageError
@@ -52,7 +52,7 @@ Examples:
 )
 @click.option("--hide-thinking", is_flag=True, help="Do not show the model's reasoning.")
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer before writing.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+@click.option("--timeout", type=Finite(min=0, min_open=True), metavar="SECONDS",
               help="Give up when Ollama does not answer in time.")
 @click.option("-c", "--continue", "continue_", is_flag=True,
               help="Continue the latest conversation.")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.app import App, Finite, json_option, pass_app
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.cli.kb import (
     collection_options,
@@ -123,7 +123,7 @@ def show_cmd(app: App, ref: str) -> None:
               "| xargs localgpt docs rm -y")  # fmt: skip
 @click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
 @yes_option
-@click.option("--wait-lock", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
+@click.option("--wait-lock", type=Finite(min=0), default=0, metavar="SECONDS",
               help="Wait this long for a running ingest, then exit 75.")  # fmt: skip
 @collection_options
 @json_option

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.app import App, Finite, json_option, pass_app
 from localgpt_cli.cli.kb import (
     chosen_embed_model,
     collection_options,
@@ -81,7 +81,7 @@ def _size(value: str) -> int:
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
 @click.option(
     "--wait-lock",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=0,
     show_default=True,
     metavar="SECONDS",

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from localgpt_cli.cli.app import App
+from localgpt_cli.cli.app import App, Finite
 from localgpt_cli.render.tables import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,18 +45,8 @@ def collection_options(f: F) -> F:
     )(f)
 
 
-class _Cosine(click.FloatRange):
-    """--threshold is a cosine similarity: a value outside 0-1 (or nan, which every
-    comparison lets through) drops every vector hit or none, never what was meant."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
-        if number != number:  # nan
-            self.fail(f"{value!r} is not in the range 0.0<=x<=1.0.", param, ctx)
-        return number
-
-
-THRESHOLD = _Cosine(0.0, 1.0)
+# --threshold is a cosine similarity: a value outside 0-1 drops every vector hit or none.
+THRESHOLD = Finite(0.0, 1.0)
 
 
 def embed_model_option(f: F) -> F:
