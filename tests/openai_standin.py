@@ -5,11 +5,18 @@ bugs live in the wire format (SSE framing, tool-call arguments split across delt
 `index`, a missing `[DONE]`, a connection cut mid-stream, 429 with Retry-After), so the CLI
 is tested through its real HTTP client talking to something that speaks the wire byte for
 byte. Tests script each answer with `Answer`; `GET /v1/models` lists `models`.
+
+Run as a process for benchmarks (answers every request with N "tok " tokens):
+    python -m tests.openai_standin --tokens N
+prints its base URL on the first stdout line and serves until SIGTERM.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -77,9 +84,11 @@ class OpenAIStandIn:
         with self.lock:
             self.answers.extend(answers)
 
+    default = Answer(content="Hello there.")  # what an unscripted request gets
+
     def next_answer(self) -> Answer:
         with self.lock:
-            return self.answers.pop(0) if self.answers else Answer(content="Hello there.")
+            return self.answers.pop(0) if self.answers else self.default
 
     @property
     def url(self) -> str:
@@ -244,3 +253,19 @@ class _Handler(BaseHTTPRequestHandler):
                 if step < len(parts):
                     delta = {"index": i, "function": {"arguments": parts[step]}}
                     self._event(body, {"tool_calls": [delta]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="OpenAI-wire stand-in server")
+    parser.add_argument("--tokens", type=int, default=100)
+    args = parser.parse_args()
+    server = OpenAIStandIn()
+    server.default = Answer(content="tok " * args.tokens)
+    server.start()
+    print(server.url, flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.pause()
+
+
+if __name__ == "__main__":
+    main()

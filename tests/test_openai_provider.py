@@ -113,6 +113,13 @@ def test_a_refused_key_exits_77_naming_the_variable_not_the_key(server, monkeypa
     assert "sk-wrong-key-999" not in r.stdout + r.stderr and "Traceback" not in r.stderr
 
 
+def test_an_unset_key_variable_is_said_so(server, monkeypatch):
+    monkeypatch.delenv("WORK_API_KEY")
+    r = invoke("chat", "-m", "work:some-model", "hi")
+    assert r.exit_code == 77
+    assert r.stderr.rstrip().endswith("Check the API key in $WORK_API_KEY (it is not set).")
+
+
 def test_429_with_retry_after_is_retried_then_answers(server):
     server.script(Answer(status=429, retry_after="0"), Answer(content="Finally."))
     r = invoke("chat", "-m", "work:some-model", "hi")
@@ -210,3 +217,21 @@ def test_models_ps_stays_on_ollama_when_a_profile_is_the_default(server, standin
     r = invoke("models", "ps", "--json")
     assert r.exit_code == 0, r.stderr
     assert not [q for q in server.requests if q["path"] != "/v1/models"]
+
+
+def test_think_tags_in_the_content_become_thought_packets(server):
+    server.script(Answer(content="<think> weighing it </think>Yes."))
+    r = invoke("chat", "--json", "-m", "work:some-model", "ok?")
+    assert r.exit_code == 0, r.stderr
+    assert "".join(payloads(r, "thought")).strip() == "weighing it"
+    assert "".join(payloads(r, "token")) == "Yes."
+
+
+def test_a_profile_without_base_url_is_refused_in_one_line(isolated_env):
+    config = isolated_env / "config" / "localgpt" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[providers.work]\nkind = "openai"\n')
+    r = invoke("chat", "-m", "work:x", "hi")
+    assert r.exit_code == 6
+    assert "[providers.work]" in r.stderr and "base_url" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

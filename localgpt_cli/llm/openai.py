@@ -196,9 +196,10 @@ class OpenAIProvider:
             detail = response.text[:200]
         if status in (401, 403):
             where = f"${self.api_key_env}" if self.api_key_env else "api_key_env"
+            unset = not (self.api_key_env and os.environ.get(self.api_key_env))
             return AuthFailed(
                 f"{self.host} refused the request (HTTP {status}) for profile {self.name!r}.",
-                hint=f"Check the API key in {where}.",
+                hint=f"Check the API key in {where}" + (" (it is not set)." if unset else "."),
             )
         if status == 404 and model is not None:
             return ModelNotFound(f"Model {model!r} is not available at {self.host}.")
