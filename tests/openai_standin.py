@@ -41,7 +41,9 @@ class Answer:
     `reasoning_content` first). `tool_calls`: sent after the content, interleaved by
     `index`. `status`: an HTTP error instead of a stream (with `retry_after` for 429).
     `cut_after=N`: N content deltas, then the connection is closed without a final chunk.
-    `no_done`: the stream ends after the final chunk with no `data: [DONE]`.
+    `error_after=N`: N content deltas, then an error event (as vLLM sends on a server
+    failure mid-answer) and `[DONE]`. `no_done`: the stream ends after the final chunk
+    with no `data: [DONE]`.
     """
 
     content: str = ""
@@ -51,6 +53,7 @@ class Answer:
     status: int = 200
     retry_after: str | None = None
     cut_after: int | None = None
+    error_after: int | None = None  # N content deltas, then a `data: {"error": …}` event
     no_done: bool = False
     usage: tuple[int, int] = (11, 7)  # prompt, completion
 
@@ -226,6 +229,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.wfile.flush()
                 return  # no terminating chunk: the client sees the connection end
+            if answer.error_after is not None and n >= answer.error_after:
+                error = {"error": {"message": "CUDA out of memory", "type": "server_error",
+                                   "code": 500}}  # fmt: skip
+                self._send(b"data: " + json.dumps(error).encode() + b"\n\n")
+                self._send(b"data: [DONE]\n\n")
+                self._send(b"")
+                return
             self._event(body, {"content": piece})
         self._tool_deltas(body, answer.tool_calls)
         reason = answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop")

@@ -147,6 +147,19 @@ def test_a_stream_cut_mid_way_keeps_the_partial_answer(server, isolated_env):
         assert store.get_message(done["message_id"]).content == "one two three "
 
 
+def test_an_error_event_mid_stream_keeps_the_partial_answer(server, isolated_env):
+    server.script(Answer(content="one two three four", error_after=2))
+    r = invoke("chat", "--json", "-m", "work:some-model", "count")
+    assert r.exit_code == 1, r.stderr
+    assert "".join(payloads(r, "token")) == "one two "
+    (error,) = payloads(r, "error")
+    assert error["code"] == "model_error" and "CUDA out of memory" in error["message"]
+    done = payloads(r, "done")[0]
+    assert done["reason"] == "error"
+    with SQLiteStore.open(isolated_env / "localgpt" / "history.db") as store:
+        assert store.get_message(done["message_id"]).content == "one two "
+
+
 def test_done_missing_but_finish_reason_given_is_a_complete_answer(server):
     server.script(Answer(content="Complete.", no_done=True, finish_reason="length"))
     r = invoke("chat", "--json", "-m", "work:some-model", "hi")

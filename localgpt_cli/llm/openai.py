@@ -120,7 +120,11 @@ class _Assembly:
         self.finish: str | None = None
         self.usage: dict[str, Any] = {}
 
-    def feed(self, event: dict[str, Any]) -> Chunk | None:
+    def feed(self, event: dict[str, Any], host: str) -> Chunk | None:
+        if event.get("error"):  # the server failed mid-answer
+            error = event["error"]
+            detail = error.get("message", error) if isinstance(error, dict) else error
+            raise ModelError(f"{host} failed while answering: {detail}")
         self.usage = event.get("usage") or self.usage
         choices = event.get("choices") or []
         if not choices:
@@ -294,7 +298,7 @@ class OpenAIProvider:
                 if data == "[DONE]":
                     finished = True
                     break
-                chunk = state.feed(json.loads(data))
+                chunk = state.feed(json.loads(data), self.host)
                 if chunk is not None:
                     yield chunk
         if not finished and state.finish is None:
@@ -317,7 +321,7 @@ class OpenAIProvider:
         with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
             reply = r.json()
         state = _Assembly()
-        first = state.feed(reply)
+        first = state.feed(reply, self.host)
         last = state.last()
         if first is not None:
             last.message.content, last.message.thinking = first.message.content, \
