@@ -42,6 +42,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("timeout", None, None, float, "seconds to wait for Ollama (default: no limit)"),
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
+    Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
@@ -148,7 +149,7 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
-    unknown = sorted(set(data) - set(SPEC_BY_KEY))
+    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
     if unknown:
         raise InvalidInput(
             f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
@@ -170,12 +171,71 @@ def _coerce(spec: Spec, value: Any, where: str) -> Any:
         ) from None
 
 
+PROFILE_KINDS = ("openai", "ollama")
+PROFILE_KEYS = {"kind": str, "base_url": str, "api_key_env": str, "default_model": str,
+                "capabilities": list, "context_length": int}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One `[providers.NAME]` table: a model server and how to reach it. The API key is
+    never here: only the name of the environment variable that holds it."""
+
+    name: str
+    kind: str
+    base_url: str | None
+    source: str
+    api_key_env: str | None = None
+    default_model: str | None = None
+    capabilities: tuple[str, ...] = ()
+    context_length: int | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "provider", "name": self.name, "kind": self.kind,
+                "base_url": self.base_url, "api_key_env": self.api_key_env,
+                "default_model": self.default_model, "source": self.source}  # fmt: skip
+
+
+def _profiles(tables: Any, path: Path) -> dict[str, Profile]:
+    """The `[providers.NAME]` tables of the config file, checked."""
+    where = f"file {path}"
+    if not isinstance(tables, dict):
+        raise InvalidInput(f"`providers` in {path} must be a table of [providers.NAME] tables.")
+    out = {}
+    for name, table in tables.items():
+        what = f"[providers.{name}] in {path}"
+        if not isinstance(table, dict):
+            raise InvalidInput(f"{what} must be a table.")
+        unknown = sorted(set(table) - set(PROFILE_KEYS))
+        bad = [k for k, t in PROFILE_KEYS.items() if k in table and not isinstance(table[k], t)]
+        if unknown or bad:
+            raise InvalidInput(f"{what} has unknown or mistyped keys: {', '.join(unknown + bad)}.",
+                               hint=f"Known keys: {', '.join(PROFILE_KEYS)}.")
+        kind = table.get("kind", "ollama")
+        if kind not in PROFILE_KINDS or (kind == "openai" and not table.get("base_url")):
+            raise InvalidInput(f"{what} needs kind = \"openai\" or \"ollama\" "
+                               "(and base_url for openai).")
+        base_url = table.get("base_url")
+        if kind == "ollama" and base_url:
+            base_url = normalize_host(base_url, what)
+        out[name] = Profile(name, kind, base_url, where, table.get("api_key_env"),
+                            table.get("default_model"), tuple(table.get("capabilities", ())),
+                            table.get("context_length"))  # fmt: skip
+    return out
+
+
 @dataclass
 class Settings:
     """Effective settings; `sources[key]` says where each value came from."""
 
     values: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    profiles: dict[str, Profile] = field(default_factory=dict)
+
+    @property
+    def profile(self) -> Profile | None:
+        """The profile the settings choose; None is the plain Ollama at `host`."""
+        return self.profiles.get(self.values.get("provider") or "ollama")
 
     def __getattr__(self, key: str) -> Any:
         try:
@@ -257,6 +317,8 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
         settings.values[spec.key] = _coerce(spec, value, source)
         settings.sources[spec.key] = source
     settings.values["host"] = normalize_host(settings.values["host"], settings.named("host"))
+    settings.profiles = _profiles(from_file.get("providers", {}), path)
+    _choose_profile(settings)
     if settings.values["home"] is None:
         settings.values["home"] = str(_xdg("XDG_DATA_HOME", ".local/share") / "localgpt")
         settings.sources["home"] = "default (XDG data dir)"
@@ -271,3 +333,24 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
         settings.values["db"] = str(Path(settings.values["home"]) / "lancedb")
         settings.sources["db"] = "default (<home>/lancedb)"
     return settings
+
+
+def _choose_profile(settings: Settings) -> None:
+    """`-m NAME:MODEL` picks profile NAME when NAME is configured (`qwen3:8b` stays an Ollama
+    model with a tag); else `provider` (flag, LOCALGPT_PROVIDER, file) does. A profile's
+    default_model stands in for the default model."""
+    values, sources, profiles = settings.values, settings.sources, settings.profiles
+    prefix, sep, rest = str(values["model"]).partition(":")
+    if sep and rest and prefix in profiles:
+        values["provider"], values["model"] = prefix, rest
+        sources["provider"] = sources["model"]
+    name = values["provider"]
+    if name != "ollama" and name not in profiles:
+        configured = ", ".join(["ollama", *profiles])
+        raise UsageError(f"No provider profile {name!r} ({settings.named('provider')}).",
+                         hint=f"Configured: {configured}; add [providers.{name}] to "
+                         f"{config_file()}.")  # fmt: skip
+    profile = profiles.get(name)
+    if profile and profile.default_model and sources["model"] == "default":
+        values["model"] = profile.default_model
+        sources["model"] = f"default_model of [providers.{name}]"

@@ -18,7 +18,8 @@ EXIT_UNREACHABLE = 3
 EXIT_MODEL_NOT_FOUND = 4
 EXIT_PARTIAL = 5
 EXIT_INVALID = 6
-EXIT_LOCKED = 75
+EXIT_LOCKED = 75  # EX_TEMPFAIL: also a server that kept answering 429
+EXIT_NOPERM = 77  # EX_NOPERM: the server refused the API key (401/403)
 EXIT_INTERRUPTED = 130
 # stdout was closed by its reader (`localgpt … | head -1`): what a process ended by
 # SIGPIPE reports to the shell (128 + 13).
@@ -131,5 +132,20 @@ class LockBusy(LocalGPTError):
     """Another process holds the lock and --wait-lock ran out."""
 
     code = "lock_busy"
+    exit_code = EXIT_LOCKED
+    retryable = True
+
+
+class AuthFailed(LocalGPTError):
+    """The server refused the request's credentials (HTTP 401/403)."""
+
+    code = "auth_failed"
+    exit_code = EXIT_NOPERM
+
+
+class RateLimited(LocalGPTError):
+    """The server kept answering 429 after the retries."""
+
+    code = "rate_limited"
     exit_code = EXIT_LOCKED
     retryable = True

@@ -39,6 +39,7 @@ class App:
     flags: dict[str, Any] = field(default_factory=dict)
     _settings: Settings | None = None
     _client: Any = None
+    _ollama: Any = None
     _catalog: Any = None
     _document_embedder: Any = None
 
@@ -56,11 +57,37 @@ class App:
 
     @property
     def client(self) -> Any:
+        """The provider the settings choose: a `[providers.NAME]` profile, else Ollama."""
         if self._client is None:
+            settings = self.settings
+            profile = settings.profile
+            if profile is not None and profile.kind == "openai":
+                from localgpt_cli.llm.openai import OpenAIProvider
+
+                self._client = OpenAIProvider(
+                    profile.base_url or "", name=profile.name, api_key_env=profile.api_key_env,
+                    timeout=settings.timeout, capabilities=profile.capabilities,
+                    context_length=profile.context_length,
+                )
+            else:
+                from localgpt_cli.llm.ollama import OllamaClient
+
+                host = profile.base_url if profile and profile.base_url else settings.host
+                self._client = OllamaClient(host, timeout=settings.timeout)
+        return self._client
+
+    @property
+    def ollama(self) -> Any:
+        """The Ollama client at `host`: `client` itself unless a profile of another kind
+        was chosen (embeddings stay on Ollama for now)."""
+        client = self.client
+        if getattr(client, "pull", None) is not None:
+            return client
+        if self._ollama is None:
             from localgpt_cli.llm.ollama import OllamaClient
 
-            self._client = OllamaClient(self.settings.host, timeout=self.settings.timeout)
-        return self._client
+            self._ollama = OllamaClient(self.settings.host, timeout=self.settings.timeout)
+        return self._ollama
 
     @property
     def catalog(self) -> Any:
@@ -79,7 +106,7 @@ class App:
         otherwise.
         """
         if not documents or self.settings.timeout:
-            return self.client
+            return self.ollama  # the knowledge base is embedded by Ollama whatever chats
         if self._document_embedder is None:
             from localgpt_cli.llm.ollama import OllamaClient
 

@@ -33,6 +33,11 @@ def config(app: App) -> None:
                  "env": spec.env, "help": spec.help}
             )
         rows.append([spec.key, "" if value is None else value, source])
+    for profile in settings.profiles.values():  # the key itself is never shown
+        if app.output.json:
+            app.output.record(profile.to_record())
+        rows.append([f"providers.{profile.name}",
+                     f"{profile.kind} {profile.base_url or settings.host}", profile.source])
     paths = [("config_file", str(config_file())), ("cache_dir", str(cache_dir()))]
     for key, value in paths:
         if app.output.json:

@@ -89,7 +89,7 @@ def show_cmd(app: App, name: str) -> None:
 @pass_app
 def ps_cmd(app: App) -> None:
     """Models loaded in memory right now."""
-    running = app.client.running()
+    running = app.ollama.running()
     if app.output.json:
         for m in running:
             app.output.record(m.to_record())
@@ -113,7 +113,7 @@ def pull_cmd(app: App, name: str) -> None:
 
     view = PullView(app.output, name)
     try:
-        for event in app.client.pull(name):
+        for event in app.ollama.pull(name):
             view.show(event)
     finally:
         view.close()

@@ -25,8 +25,9 @@ def _context(app: App, search: Any, no_search: str | None = None) -> Any:
     client = app.client
     return ToolContext(
         search=search,
-        web_search=client.web_search,
-        web_fetch=client.web_fetch,
+        # Ollama's hosted web tools; a provider without them offers none
+        web_search=getattr(client, "web_search", None),
+        web_fetch=getattr(client, "web_fetch", None),
         ollama_api_key_set=bool(os.environ.get("OLLAMA_API_KEY")),
         no_search=no_search or ToolContext.no_search,
     )
@@ -93,7 +94,7 @@ def build_toolbox(
 
         return select_tools(
             tools, message,
-            embed=lambda texts: app.client.embed(embed_model, texts),
+            embed=lambda texts: app.ollama.embed(embed_model, texts),
             embed_model=embed_model, cache_dir=cache_dir() / "tools",
             limit=SELECTION_LIMIT, top_k=SELECTION_TOP_K,
         )

@@ -99,6 +99,7 @@ class ChatTurns:
         flags = self.flags
         return TurnRequest(
             model=self.model,
+            provider=self.app.settings.provider,
             prompt=prompt,
             system=self.system,
             stdin_text=stdin_text,

@@ -103,7 +103,8 @@ class AgentLoop:
             state.completion_tokens = _add(state.completion_tokens, normalizer.eval_count)
             self._spoke = self._spoke or bool(normalizer.answer.strip())
             if not normalizer.tool_calls:
-                state.reason = "length" if normalizer.done_reason == "length" else "stop"
+                state.reason = normalizer.done_reason if normalizer.done_reason in (
+                    "length", "content_filter") else "stop"
                 return
             assistant = {
                 "role": "assistant",
@@ -199,7 +200,10 @@ class AgentLoop:
         start = time.perf_counter()
         tool = self.enabled.get(call.name)
         ok = False
-        if tool is None:
+        if call.error is not None:
+            result = (f"Error: the call to {call.name} could not be run: {call.error}. "
+                      "Call it again with a JSON object of arguments.")
+        elif tool is None:
             available = ", ".join(self.enabled) or "none"
             result = f"Error: there is no tool named {call.name!r}. Available tools: {available}."
         elif self.approve is not None and not self.approve(call.name, call.arguments):

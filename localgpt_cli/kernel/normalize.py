@@ -24,6 +24,7 @@ class ToolCallRequest:
 
     name: str
     arguments: dict[str, Any]
+    error: str | None = None  # the provider could not read the arguments: why
 
 
 def _partial_tag_suffix(text: str, tag: str) -> int:
@@ -67,7 +68,8 @@ class Normalizer:
             for call in calls:
                 args = call.function.arguments
                 self.tool_calls.append(
-                    ToolCallRequest(call.function.name, dict(args) if args else {})
+                    ToolCallRequest(call.function.name, dict(args) if args else {},
+                                    getattr(call.function, "error", None))
                 )
         if chunk.done:
             self.done_reason = chunk.done_reason

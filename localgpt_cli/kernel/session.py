@@ -66,6 +66,7 @@ class TurnRequest:
 
     model: str
     prompt: str
+    provider: str = "ollama"  # the profile whose server answers (done.provider)
     system: str | None = None
     stdin_text: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -357,6 +358,7 @@ class Turn:
         return self.factory.done(
             reason,
             model=self.request.model,
+            provider=self.request.provider,
             conversation_id=self.conversation_id if self._user_stored else None,
             message_id=self.message_id,
             iterations=state.iterations if state else 0,

@@ -130,6 +130,9 @@ class ModelCatalog:
         except Exception:  # the list is a courtesy; the error stands without it
             installed = []
         listed = ", ".join(installed) if installed else "none"
+        if not hasattr(self.client, "pull"):  # a server localgpt cannot pull to
+            return ModelNotFound(f"Model {model!r} is not offered at {self.client.host}.",
+                                 hint=f"Offered: {listed}.")  # fmt: skip
         return ModelNotFound(
             f"Model {model!r} is not installed at {self.client.host}.",
             hint=f"Installed: {listed}. Pull it with `localgpt models pull {model}`.",

@@ -1,0 +1,384 @@
+"""The OpenAI-compatible provider: `/v1/chat/completions`, `/v1/models`, `/v1/embeddings`
+as vLLM, llama.cpp's server, LM Studio and OpenAI itself speak them.
+
+It talks httpx directly (installed with ollama) and reads the SSE stream with a few lines
+of its own: the stream is `data: {json}` lines ending in `data: [DONE]`, and no event
+names, ids or multi-line data are used by these servers, so a parser library would only
+add an import. Answers leave as the same `ChatChunk` shape the Ollama client yields, so
+the kernel needs no branch: `reasoning_content` (or `reasoning`) becomes thinking, tool
+calls are assembled by `index` from their argument pieces and parsed once complete (a
+call whose arguments are not a JSON object carries `error`, which the agent loop hands
+back to the model as a tool error), and `finish_reason` becomes `done_reason`.
+
+The API key is read from the environment variable the profile names, sent only as the
+`Authorization` header, and never stored, printed or logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.errors import (
+    AuthFailed,
+    LocalGPTError,
+    ModelError,
+    ModelNotFound,
+    OllamaTimeout,
+    OllamaUnreachable,
+    RateLimited,
+)
+from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
+
+if TYPE_CHECKING:
+    import httpx
+
+    from localgpt_cli.llm.provider import Provider
+
+RETRIES_429 = 3  # 429 answers retried before giving up (exit 75)
+MAX_WAIT_429 = 30.0  # seconds: a longer Retry-After is not waited for
+# Ollama's option names -> the OpenAI request fields that mean the same
+OPTION_FIELDS = {"temperature": "temperature", "top_p": "top_p", "seed": "seed",
+                 "num_predict": "max_tokens", "stop": "stop",
+                 "presence_penalty": "presence_penalty",
+                 "frequency_penalty": "frequency_penalty"}  # fmt: skip
+
+
+@dataclass
+class Function:
+    name: str
+    arguments: dict[str, Any]
+    error: str | None = None  # the arguments were not a JSON object: why
+
+
+@dataclass
+class ToolCall:
+    function: Function
+
+
+@dataclass
+class Message:
+    content: str | None = None
+    thinking: str | None = None
+    tool_calls: list[ToolCall] | None = None
+
+
+@dataclass
+class Chunk:
+    """One piece of the answer, shaped as the kernel reads Ollama's ChatResponse."""
+
+    message: Any = field(default_factory=Message)  # a Message (Any: the protocol's is private)
+    done: bool | None = False
+    done_reason: str | None = None
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+
+
+def parse_call(name: str, raw: str) -> ToolCall:
+    """A complete call; arguments that are not a JSON object become `error`."""
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return ToolCall(Function(name, {}, f"its arguments are not valid JSON ({exc})"))
+    if not isinstance(args, dict):
+        return ToolCall(Function(name, {}, "its arguments are not a JSON object"))
+    return ToolCall(Function(name, args))
+
+
+def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kernel's (Ollama-shaped) messages as OpenAI wants them: tool calls with ids and
+    JSON-string arguments, tool results pointing at those ids."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []  # ids of the last assistant's calls not yet answered
+    for n, m in enumerate(messages):
+        role = m.get("role")
+        msg: dict[str, Any] = {"role": role, "content": m.get("content") or ""}
+        if role == "assistant" and m.get("tool_calls"):
+            calls: list[dict[str, Any]] = []
+            for i, call in enumerate(m["tool_calls"]):
+                fn = call.get("function", call)
+                calls.append({"id": f"call_{n}_{i}", "type": "function", "function": {
+                    "name": fn["name"], "arguments": json.dumps(fn.get("arguments") or {})}})
+            msg["tool_calls"], pending = calls, [c["id"] for c in calls]
+        elif role == "tool":
+            msg["tool_call_id"] = pending.pop(0) if pending else f"call_{n}"
+        out.append(msg)
+    return out
+
+
+class _Assembly:
+    """What a stream has said so far: tool-call pieces by index, finish reason, usage."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.args: dict[int, list[str]] = {}
+        self.finish: str | None = None
+        self.usage: dict[str, Any] = {}
+
+    def feed(self, event: dict[str, Any], host: str) -> Chunk | None:
+        if event.get("error"):  # the server failed mid-answer
+            error = event["error"]
+            detail = error.get("message", error) if isinstance(error, dict) else error
+            raise ModelError(f"{host} failed while answering: {detail}")
+        self.usage = event.get("usage") or self.usage
+        choices = event.get("choices") or []
+        if not choices:
+            return None
+        choice = choices[0]
+        self.finish = choice.get("finish_reason") or self.finish
+        delta = choice.get("delta") or choice.get("message") or {}
+        for call in delta.get("tool_calls") or []:
+            i = int(call.get("index", len(self.names)))
+            fn = call.get("function") or {}
+            if fn.get("name"):
+                self.names[i] = self.names.get(i, "") + fn["name"]
+            self.args.setdefault(i, []).append(fn.get("arguments") or "")
+        thinking = delta.get("reasoning_content") or delta.get("reasoning")
+        content = delta.get("content")
+        if not thinking and not content:
+            return None
+        return Chunk(Message(content=content or None, thinking=thinking or None))
+
+    def last(self) -> Chunk:
+        calls = [parse_call(self.names.get(i, ""), "".join(self.args[i]))
+                 for i in sorted(self.args)]  # fmt: skip
+        return Chunk(
+            Message(tool_calls=calls or None), done=True, done_reason=self.finish,
+            prompt_eval_count=self.usage.get("prompt_tokens"),
+            eval_count=self.usage.get("completion_tokens"),
+        )  # fmt: skip
+
+
+class OpenAIProvider:
+    """A client of one OpenAI-compatible server, as one `[providers.NAME]` profile says."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        name: str = "openai",
+        api_key_env: str | None = None,
+        timeout: float | None = None,
+        capabilities: Sequence[str] = (),
+        context_length: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.host = base_url.rstrip("/")
+        self.name = name
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.capabilities = list(capabilities)
+        self.context_length = context_length
+        self.sleep = sleep
+        self._http: httpx.Client | None = None
+
+    @property
+    def http(self) -> httpx.Client:
+        if self._http is None:
+            import httpx
+
+            headers = {}
+            key = os.environ.get(self.api_key_env) if self.api_key_env else None
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            self._http = httpx.Client(base_url=self.host, headers=headers,
+                                      timeout=httpx.Timeout(self.timeout))  # fmt: skip
+        return self._http
+
+    # -- errors ----------------------------------------------------------------
+
+    def _status_error(self, response: httpx.Response, model: str | None) -> LocalGPTError:
+        status = response.status_code
+        try:
+            detail = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            detail = response.text[:200]
+        if status in (401, 403):
+            where = f"${self.api_key_env}" if self.api_key_env else "api_key_env"
+            unset = not (self.api_key_env and os.environ.get(self.api_key_env))
+            return AuthFailed(
+                f"{self.host} refused the request (HTTP {status}) for profile {self.name!r}.",
+                hint=f"Check the API key in {where}" + (" (it is not set)." if unset else "."),
+            )
+        if status == 404 and model is not None:
+            return ModelNotFound(f"Model {model!r} is not available at {self.host}.")
+        if status == 429:
+            return RateLimited(f"{self.host} is rate limiting (HTTP 429): {detail}",
+                               hint="Try again later.")  # fmt: skip
+        return ModelError(f"{self.host} answered HTTP {status}: {detail}")
+
+    def _translate(self, exc: Exception) -> LocalGPTError:
+        import httpx
+
+        if isinstance(exc, httpx.TimeoutException):
+            return OllamaTimeout(f"{self.host} did not answer within {self.timeout:g} s.",
+                                 hint="Raise --timeout.")  # fmt: skip
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return OllamaUnreachable(
+                f"The connection to {self.host} was lost mid-answer ({exc}).",
+                code="connection_lost", hint="The partial answer was kept.",
+            )
+        if isinstance(exc, httpx.TransportError | OSError):
+            return OllamaUnreachable(f"{self.host} is not reachable ({exc}).",
+                                     hint=f"Check base_url of profile {self.name!r}.")
+        if isinstance(exc, ValueError):
+            return ModelError(f"{self.host} sent a reply localgpt cannot read: {exc}",
+                              code="bad_response")  # fmt: skip
+        return ModelError(f"Unexpected error talking to {self.host}: {exc!r}")
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except LocalGPTError:
+            raise
+        except Exception as exc:  # every client failure becomes one of ours
+            raise self._translate(exc) from exc
+
+    @contextlib.contextmanager
+    def _request(self, method: str, path: str, body: Any, model: str | None = None,
+                 stream: bool = False) -> Iterator[httpx.Response]:  # fmt: skip
+        """One request, 429 retried (honouring Retry-After); non-2xx -> our error."""
+        for attempt in range(RETRIES_429 + 1):
+            request = self.http.build_request(method, path, json=body)
+            response = self.http.send(request, stream=stream)
+            try:
+                if response.status_code == 429 and attempt < RETRIES_429:
+                    response.close()
+                    self.sleep(_retry_after(response, attempt))
+                    continue
+                if response.status_code >= 400:
+                    response.read()
+                    raise self._status_error(response, model)
+                yield response
+                return
+            finally:
+                response.close()
+
+    # -- chat ------------------------------------------------------------------
+
+    def _body(self, model: str, messages: Sequence[dict[str, Any]],
+              tools: Sequence[dict[str, Any]] | None, options: dict[str, Any] | None,
+              stream: bool) -> dict[str, Any]:  # fmt: skip
+        body: dict[str, Any] = {"model": model, "messages": wire_messages(messages),
+                                "stream": stream}  # fmt: skip
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if tools:
+            body["tools"] = list(tools)
+        for key, value in (options or {}).items():
+            if key in OPTION_FIELDS:
+                body[OPTION_FIELDS[key]] = value
+        return body
+
+    def chat_stream(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        think: bool | str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Iterator[Chunk]:
+        """Chunks as the SSE events arrive; the last one is `done` with the tool calls."""
+        body = self._body(model, messages, tools, options, True)
+        state = _Assembly()
+        finished = False
+        with self._errors(), self._request("POST", "/chat/completions", body, model,
+                                           stream=True) as response:  # fmt: skip
+            for line in response.iter_lines():
+                if not line.startswith("data:"):
+                    continue  # blank separators, comments, `event:` lines
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    finished = True
+                    break
+                chunk = state.feed(json.loads(data), self.host)
+                if chunk is not None:
+                    yield chunk
+        if not finished and state.finish is None:
+            raise OllamaUnreachable(
+                f"The answer from {self.host} ended before it was complete.",
+                code="connection_lost", hint="The partial answer was kept.",
+            )
+        yield state.last()
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        think: bool | str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Chunk:
+        body = self._body(model, messages, tools, options, False)
+        with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
+            reply = r.json()
+        state = _Assembly()
+        first = state.feed(reply, self.host)
+        last = state.last()
+        if first is not None:
+            last.message.content, last.message.thinking = first.message.content, \
+                first.message.thinking  # fmt: skip
+        return last
+
+    # -- models ----------------------------------------------------------------
+
+    def list_models(self) -> list[ModelSummary]:
+        with self._errors(), self._request("GET", "/models", None) as response:
+            data = response.json().get("data") or []
+        return [ModelSummary(name=str(m.get("id", "")), size=0, family=None, parameters=None,
+                             quantization=None, modified_at=None) for m in data]  # fmt: skip
+
+    def show(self, model: str) -> ModelInfo:
+        """What the profile says the model can do: /v1/models names models, nothing more."""
+        if model not in {m.name for m in self.list_models()}:
+            raise ModelNotFound(f"Model {model!r} is not offered at {self.host}.")
+        return ModelInfo(name=model, capabilities=list(self.capabilities),
+                         context_length=self.context_length)  # fmt: skip
+
+    # -- embeddings ------------------------------------------------------------
+
+    def embed(
+        self,
+        model: str,
+        inputs: Sequence[str],
+        *,
+        batch_size: int = 64,
+        stats: EmbedStats | None = None,
+    ) -> list[list[float]]:
+        stats = stats if stats is not None else EmbedStats()
+        start = time.perf_counter()
+        vectors: list[list[float]] = []
+        for i in range(0, len(inputs), batch_size):
+            batch = list(inputs[i : i + batch_size])
+            stats.requests += 1
+            body = {"model": model, "input": batch}
+            with self._errors(), self._request("POST", "/embeddings", body, model) as r:
+                data = sorted(r.json().get("data") or [], key=lambda d: d.get("index", 0))
+            if len(data) != len(batch):
+                raise ModelError(f"{self.host} returned {len(data)} embeddings for "
+                                 f"{len(batch)} inputs.", code="bad_response")  # fmt: skip
+            vectors.extend([list(map(float, d["embedding"])) for d in data])
+            stats.inputs += len(batch)
+        stats.seconds += time.perf_counter() - start
+        return vectors
+
+
+def _retry_after(response: httpx.Response, attempt: int) -> float:
+    """Seconds to wait before retrying a 429: Retry-After when given, else 1, 2, 4 s."""
+    try:
+        wait = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        wait = float(2**attempt)
+    return min(max(wait, 0.0), MAX_WAIT_429)
+
+
+if TYPE_CHECKING:
+    _provider: Provider = OpenAIProvider("")
