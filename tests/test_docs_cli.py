@@ -132,3 +132,16 @@ def test_rm_on_a_terminal_asks_first(corpus):
     code, screen = run_in_pty(["docs", "rm", str(corpus / "todo.txt")], answer=b"y\n")
     assert code == 0 and b"removed" in screen
     assert "todo.txt" not in {Path(row[2]).name for row in snapshot(home())}
+
+
+def test_show_on_a_terminal_prints_brackets_in_headings_and_paths(standin, tmp_path):
+    """rich reads `[/...]` as markup: a heading such as `mount [/dev/sdX]` was an
+    internal error on a terminal, and `[draft]` in a path vanished."""
+    folder = tmp_path / "[draft]"
+    folder.mkdir()
+    doc = folder / "mount.md"
+    doc.write_text("# Usage: mount [/dev/sdX]\n\nMount the disk before the backup runs.\n")
+    assert invoke("ingest", str(doc)).exit_code == 0
+    code, screen = run_in_pty(["docs", "show", str(doc)])
+    assert code == 0, screen
+    assert b"[draft]" in screen and b"mount [/dev/sdX]" in screen

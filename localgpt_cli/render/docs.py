@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 def print_chunks(output: Output, doc_id: str, path: str, chunks: Sequence[Any]) -> None:
     """The chunks under a header (a terminal) or each after a `--- chunk N` line (a pipe)."""
     if output.pretty:
+        from rich.markup import escape  # a path or heading may hold `[...]`
+
         console = output.console()
-        console.print(f"[bold]{display_path(path)}[/]  {doc_id}  {len(chunks)} chunks")
+        console.print(f"[bold]{escape(display_path(path))}[/]  {doc_id}  {len(chunks)} chunks")
         for c in chunks:
-            console.print(f"\n[cyan]chunk {c.ordinal}[/]  [dim]{_where(c)}[/]")
+            console.print(f"\n[cyan]chunk {c.ordinal}[/]  [dim]{escape(_where(c))}[/]")
             console.print(c.text, markup=False, highlight=False)
         return
     for c in chunks:

@@ -20,7 +20,11 @@ class ReplScreen:
 
     def greet(self, model: str, help_text: str) -> None:
         """The first line: which model answers, and the commands."""
-        self.console.print(f"[dim]localgpt chat with [bold]{model}[/bold]. {help_text}[/dim]")
+        from rich.markup import escape
+
+        self.console.print(
+            f"[dim]localgpt chat with [bold]{escape(model)}[/bold]. {help_text}[/dim]"
+        )
 
     def ask(self) -> str:
         """What the person typed at `>>>`, stripped; Ctrl-C and Ctrl-D raise as usual."""
