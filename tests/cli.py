@@ -56,6 +56,16 @@ def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def run_with_stdin_closed(*args: str) -> Result:
+    """`localgpt ARGS <&-`: a real process started with file descriptor 0 closed."""
+    p = subprocess.run(
+        [sys.executable, "-m", "localgpt_cli", *args],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, cwd=ROOT,
+        preexec_fn=lambda: os.close(0),
+    )  # fmt: skip
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
 def validate_packets(lines: list[dict[str, Any]]) -> None:
     """Every packet matches the shipped schema, ids count from 0, one done, last."""
     import jsonschema

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localgpt_cli import __version__
-from tests.cli import invoke
+from tests.cli import invoke, run_with_stdin_closed
 
 
 def test_bare_command_prints_help_and_succeeds(isolated_env):
@@ -45,3 +45,9 @@ def test_nan_is_a_usage_error_not_a_wait_without_end(isolated_env, args):
     r = invoke(*args)
     assert r.exit_code == 2, r.stderr
     assert "'nan' is not in the range" in r.stderr
+
+
+def test_chat_with_stdin_closed_and_no_prompt_is_a_usage_error(isolated_env):
+    r = run_with_stdin_closed("chat")
+    assert r.exit_code == 2, r.stderr
+    assert "Nothing to ask" in r.stderr and "Traceback" not in r.stderr

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli import invoke
+from tests.cli import ROOT, invoke, run_with_stdin_closed
 from tests.kb import embed_bodies, make_corpus
 
 
@@ -88,3 +90,17 @@ def test_terminal_shows_each_query_above_its_passages(corpus, tmp_path):
     assert code == 0, text
     assert text.index("a[b]  wireguard") < text.index("vpn.md") < text.index("2  passport")
     assert text.index("2  passport") < text.index("todo.txt")
+
+
+
+def test_queries_from_stdin_that_is_not_utf8_or_closed_is_one_line_exit_6(standin):
+    r = subprocess.run(
+        [sys.executable, "-m", "localgpt_cli", "search", "--queries", "-"],
+        input=b"caf\xe9 vpn\n", capture_output=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert r.returncode == 6, r.stderr
+    assert r.stderr.decode().startswith("localgpt: error: <stdin>: not UTF-8 text")
+    assert len(r.stderr.decode().splitlines()) == 1
+    closed = run_with_stdin_closed("search", "--queries", "-")
+    assert closed.exit_code == 6, closed.stderr
+    assert closed.stderr.startswith("localgpt: error: stdin is closed")

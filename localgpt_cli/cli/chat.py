@@ -10,6 +10,7 @@ import sys
 import click
 
 from localgpt_cli.cli.app import App, Finite, json_option, pass_app
+from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.turn import ChatFlags, open_chat, pass_flags
 from localgpt_cli.errors import UsageError
@@ -91,7 +92,7 @@ def chat(app: App, flags: ChatFlags) -> None:
     turns, question = open_chat(app, flags)
     if question is not None:
         sys.exit(turns.run(question).code)
-    if not sys.stdin.isatty():
+    if not stdin_is_tty():
         raise UsageError("Nothing to ask: give a prompt or pipe text into localgpt chat.")
     from localgpt_cli.cli.repl import run_repl
 

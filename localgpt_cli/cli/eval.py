@@ -122,15 +122,14 @@ def eval_command(
 def _read_labels(queries_file: str, qrels_file: str) -> tuple[list[Any], Any, str, str]:
     """(questions, qrels, their two source names), with every judged query id checked
     against the query file. At most one of the two files may be stdin."""
-    import sys
 
     from localgpt_cli.errors import InvalidInput
     from localgpt_cli.rag.evaluate import parse_qrels
-    from localgpt_cli.rag.queryfile import parse_questions, read_text
+    from localgpt_cli.rag.queryfile import parse_questions, read_stdin, read_text
 
     if queries_file == "-" and qrels_file == "-":
         raise click.UsageError("Only one of --queries and --qrels can be read from stdin.")
-    stdin = sys.stdin.read() if "-" in (queries_file, qrels_file) else None
+    stdin = read_stdin() if "-" in (queries_file, qrels_file) else None
     q_source = "<stdin>" if queries_file == "-" else queries_file
     r_source = "<stdin>" if qrels_file == "-" else qrels_file
     questions = parse_questions(read_text(queries_file, stdin), q_source)

@@ -98,13 +98,12 @@ def _batch(
     app: App, path: str, *, k: int, mode: str, threshold: float | None, filters: dict[str, Any]
 ) -> None:
     """Every query of a file through one open collection; output streams per query."""
-    import sys
 
     from localgpt_cli.cli.retrieval import query_many
-    from localgpt_cli.rag.queryfile import parse_questions, read_text, require_words
+    from localgpt_cli.rag.queryfile import parse_questions, read_stdin, read_text, require_words
 
     source = "<stdin>" if path == "-" else path
-    stdin = sys.stdin.read() if path == "-" else None
+    stdin = read_stdin() if path == "-" else None
     questions = parse_questions(read_text(path, stdin), source)
     if mode == "keyword":
         require_words(questions, source)

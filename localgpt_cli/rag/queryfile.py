@@ -30,12 +30,33 @@ def read_text(path: str, stdin_text: str | None = None) -> str:
     if path == "-":
         return stdin_text or ""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}).") from exc
+        with open(path, "rb") as fh:
+            return _utf8(fh.read(), path)
     except OSError as exc:
         raise InvalidInput(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+
+
+def read_stdin() -> str:
+    """Standard input read whole, as a file named `-` is: UTF-8 or InvalidInput. Bytes,
+    not the text layer, so the locale's encoding cannot turn them into an internal error."""
+    import sys
+
+    stream = getattr(sys.stdin, "buffer", None)  # sys.stdin is None when fd 0 is closed
+    if stream is None:
+        raise InvalidInput(
+            "stdin is closed: nothing to read for '-'.", hint="Pipe the file in, or name it."
+        )
+    return _utf8(stream.read(), "<stdin>")
+
+
+def _utf8(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start}).",
+            hint="Convert it first, e.g. with iconv -t UTF-8.",
+        ) from exc
 
 
 def parse_questions(text: str, source: str) -> list[Question]:
