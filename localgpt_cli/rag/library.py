@@ -56,6 +56,7 @@ class Library:
         never the reverse: a manifest vouching for rows that are gone would make the next
         ingest trust them and skip the file.
         """
+        self.check_lock()
         if document_ids is None:
             mf.manifest_file(self.db_uri, self.home, self.collection).remove()
             self._manifest = None

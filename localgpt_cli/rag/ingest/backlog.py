@@ -68,6 +68,7 @@ def embed_backlog(state: RunState) -> Iterator[Event]:
         delivered = queue.drain(everything=True)
         yield from state.check_down()
         done += [(ref, v) for ref, v in delivered if v is not None]
+        state.library.check_lock()
         if not done or coll.set_vectors([c for c, _ in done], [v for _, v in done]) == 0:
             break
         state.wrote = True

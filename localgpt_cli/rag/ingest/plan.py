@@ -186,6 +186,7 @@ def move(state: RunState, new: Work, old: mf.Entry) -> Event:
     start = time.perf_counter()
     if not state.opts.dry_run:
         assert state.coll is not None
+        state.library.check_lock()
         state.coll.move_document(old.document_id, new.found.path)
         state.wrote = True
         state.manifest.remove(old.path)
@@ -224,12 +225,15 @@ def prune(state: RunState, gone: list[mf.Entry]) -> Iterator[Event]:
             ):
                 doomed[doc.document_id] = (doc.path, doc.chunks)
     if not state.opts.dry_run:
+        # Manifest first (see library.Library.remove): a crash before the delete leaves
+        # rows the manifest does not vouch for, which the next --prune removes.
         for e in gone:
             state.manifest.remove(e.path)
+        state.manifest.flush()
         if coll is not None and doomed:
+            state.library.check_lock()
             coll.delete_documents(doomed)
             state.wrote = True
-        state.manifest.flush()
     for doc_id, (path, chunks) in sorted(doomed.items(), key=lambda kv: kv[1][0]):
         yield state.count(
             document_event("removed", path, doc_id, chunks=chunks, dry_run=state.opts.dry_run)
