@@ -263,7 +263,7 @@ class Settings:
             return f"{key} in {source.removeprefix('file ')}"
         return f"the default {key}"
 
-    def writable_dir(self, key: str, keep: bool = True) -> Path:
+    def writable_dir(self, key: str, keep: bool = True, path: Path | None = None) -> Path:
         """Create the folder setting `key` (`home`, or a local `db`) names, before a command
         writes there; with `keep=False` only prove that it can be created (what was made is
         removed again, so a run that then stops at the lock leaves nothing behind).
@@ -271,9 +271,11 @@ class Settings:
         Only commands that write call this, so a read-only command never creates folders.
         A path that cannot be a writable folder is one line naming the path, the setting
         and the problem: a usage error when it came from a flag, invalid input otherwise
-        (instead of an OSError surfacing as an internal error half way through).
+        (instead of an OSError surfacing as an internal error half way through). `path` is
+        the folder the setting names when its value is a URI (`file:///srv/kb`).
         """
-        path = Path(str(self.values[key]))
+        if path is None:
+            path = Path(str(self.values[key]))
         made = [p for p in (path, *path.parents) if not os.path.lexists(p)]
         problem = None
         try:

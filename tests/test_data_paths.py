@@ -121,3 +121,12 @@ def test_a_tilde_in_the_store_path_is_the_home_folder_wherever_the_command_runs(
     r = invoke("search", "--json", "vpn")
     assert r.exit_code == 0, r.stderr
     assert '"path":"' + str(doc) + '"' in r.stdout
+
+
+def test_a_file_uri_store_that_cannot_be_a_folder_is_a_usage_error(standin, a_file, tmp_path):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("hello there\n")
+    r = invoke("ingest", str(doc), "--db", f"file://{a_file}/kb")
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.startswith(f"localgpt: error: Cannot use {a_file}/kb (--db) as a folder: ")
+    assert a_file.read_text() == "keep me\n"

@@ -67,17 +67,16 @@ def open_store(app: App, write: bool = False) -> Any:
     store that does not exist finds nothing."""
     from localgpt_cli.rag import sidecar
     from localgpt_cli.rag.store import open_store as open_
+    from localgpt_cli.rag.store.uri import local_path
 
     settings = app.settings
-    if write:
-        if "://" not in settings.db_uri:  # made by the first write, under the lock
-            if settings.sources.get("db", "").startswith("default"):  # inside the home
-                settings.writable_dir("home")
-            settings.writable_dir("db", keep=False)
-        elif sidecar.local_dir(settings.db_uri) is None and not sidecar.s3_location(
-            settings.db_uri
-        ):
+    folder = local_path(settings.db_uri)
+    if write and folder is not None:  # made by the first write, under the lock
+        if settings.sources.get("db", "").startswith("default"):  # inside the home
             settings.writable_dir("home")
+        settings.writable_dir("db", keep=False, path=folder)
+    elif write and sidecar.s3_location(settings.db_uri) is None:
+        settings.writable_dir("home")  # other object stores keep their lock there
     return open_(settings.db_uri)
 
 
