@@ -119,8 +119,8 @@ def show_cmd(app: App, ref: str) -> None:
 
 
 @docs.command("rm", epilog="Examples:\n\n\b\n  localgpt docs rm notes/old.md 3f2a9c\n"
-              "  localgpt docs list --json | jq -r 'select(.status==\"failed\").path' "
-              "| xargs localgpt docs rm -y")  # fmt: skip
+              "  localgpt docs list --json | jq -r 'select(.path|startswith(\"/tmp/\"))"
+              ".document_id' | xargs -r localgpt docs rm -y")  # fmt: skip
 @click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
 @yes_option
 @click.option("--wait-lock", type=Finite(min=0), default=0, metavar="SECONDS",
