@@ -34,8 +34,8 @@ EXTRA = ("numpy", "tokenizers", "safetensors")
 REQUIRED_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 INSTALL_EXTRA = "pip install 'localgpt-cli[local]'"
 # A batch holds at most this many texts and this many tokens including padding.
-BATCH_TEXTS = 16
-BATCH_TOKENS = 4096
+BATCH_TEXTS = 32
+BATCH_TOKENS = 8192
 
 
 def is_local(model: str | None) -> bool:
