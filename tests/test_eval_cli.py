@@ -101,7 +101,8 @@ def test_plain_queries_use_line_numbers_and_stdin(labelled):
 def test_vector_mode_needs_embeddings(standin, tmp_path, monkeypatch):
     notes = make_corpus(tmp_path / "corpus")
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
-    assert invoke("ingest", str(notes)).exit_code == 3  # stored without vectors
+    # Named: with Ollama down, a defaulted model would use the local embedder instead.
+    assert invoke("ingest", str(notes), "-m", "nomic-embed-text").exit_code == 3  # no vectors
     (tmp_path / "q").write_text("wireguard\n")
     (tmp_path / "r").write_text("1\tvpn\t1\n")
     args = ("eval", "--queries", str(tmp_path / "q"), "--qrels", str(tmp_path / "r"))

@@ -249,7 +249,8 @@ def test_wait_lock_waits_for_the_other_run(standin, corpus):
 def test_ollama_down_stores_chunks_for_keyword_search_and_the_next_run_embeds_them(
     isolated_env, corpus, monkeypatch
 ):
-    r = invoke("ingest", str(corpus), "--json")
+    # Named: with Ollama down, a defaulted model would use the local embedder instead.
+    r = invoke("ingest", str(corpus), "--json", "-m", "nomic-embed-text")
     assert r.exit_code == 3
     summary = summary_of(r)
     assert summary["added"] == 4
@@ -599,7 +600,7 @@ def test_pending_chunks_are_embedded_later_with_the_same_titled_input(
     notes = tmp_path / "p"
     notes.mkdir()
     (notes / "long.md").write_text(long_markdown(20, title="Pending title"))
-    down = invoke("ingest", str(notes), "--json")
+    down = invoke("ingest", str(notes), "--json", "-m", "nomic-embed-text")
     assert down.exit_code == 3 and summary_of(down)["pending_embeddings"] >= 4
     with StandIn() as server:
         monkeypatch.setenv("OLLAMA_HOST", server.url)

@@ -136,7 +136,8 @@ def test_no_unreachable_warning_while_ollama_is_up(standin, tmp_path, monkeypatc
     notes = make_corpus(tmp_path / "corpus")
     up = standin.url
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # ingested while Ollama was down
-    assert invoke("ingest", str(notes)).exit_code == 3
+    # Named: with Ollama down, a defaulted model would use the local embedder instead.
+    assert invoke("ingest", str(notes), "-m", "nomic-embed-text").exit_code == 3
     monkeypatch.setenv("OLLAMA_HOST", up)
     r = invoke("search", "wireguard")
     assert r.exit_code == 0 and "vpn.md" in r.stdout

@@ -18,18 +18,19 @@ def test_chat_flags_are_exactly_the_commands_parameters():
 
 def test_queries_embed_with_the_commands_client(isolated_env):
     app = App()
-    assert app.embedder() is app.client
+    assert app.embedder().remote() is app.client
     assert app.client.timeout is None  # no --timeout: no limit, as every other call
 
 
 def test_documents_wait_120_s_for_an_embedding_unless_timeout_says_otherwise(isolated_env):
     app = App()
-    documents = app.embedder(documents=True)
+    documents = app.embedder(documents=True).remote()
     assert documents is not app.client and documents.timeout == DOCUMENT_EMBED_TIMEOUT
-    assert app.embedder(documents=True) is documents  # opened once
+    assert app.embedder(documents=True).remote() is documents  # opened once
     timed = App()
     timed.set_flag("timeout", 5.0)
-    assert timed.embedder(documents=True) is timed.client and timed.client.timeout == 5.0
+    assert timed.embedder(documents=True).remote() is timed.client
+    assert timed.client.timeout == 5.0
 
 
 def test_history_read_only_creates_nothing(isolated_env):

@@ -21,7 +21,7 @@ from localgpt_cli.render.output import Output
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
-    from localgpt_cli.llm.provider import Provider
+    from localgpt_cli.llm.provider import Embedder, Provider
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,6 +42,7 @@ class App:
     _ollama: Any = None
     _catalog: Any = None
     _document_embedder: Any = None
+    _local_embedder: Any = None
 
     @property
     def settings(self) -> Settings:
@@ -97,14 +98,26 @@ class App:
             self._catalog = ModelCatalog(self.client, cache_dir() / "models.json")
         return self._catalog
 
-    def embedder(self, *, documents: bool = False) -> Provider:
-        """The client that embeds for the knowledge base.
+    def embedder(self, *, documents: bool = False, model: str | None = None) -> Embedder:
+        """What embeds for the knowledge base: `local:` models in this process
+        (llm/local.py), every other model through the server.
 
-        A query is one short request and waits as every other call of the command does
-        (--timeout, else no limit), so it goes through `client`; documents go in batches
-        that can take a while on a CPU, so ingest waits 120 s unless --timeout says
-        otherwise.
+        Given the `model` about to be used, a `local:` one is checked now (the `[local]`
+        extra and its files), so a missing piece is one line before any work. The server is
+        opened only when a non-local model embeds. A query is one short request and waits
+        as every other call of the command does (--timeout, else no limit); documents go
+        in batches that can take a while on a CPU, so ingest waits 120 s unless --timeout
+        says otherwise.
         """
+        from localgpt_cli.llm.local import LocalEmbedder, RoutedEmbedder, is_local
+
+        if self._local_embedder is None:
+            self._local_embedder = LocalEmbedder()
+        if is_local(model):
+            self._local_embedder.check(str(model))
+        return RoutedEmbedder(self._local_embedder, lambda: self._server_embedder(documents))
+
+    def _server_embedder(self, documents: bool) -> Provider:
         if not documents or self.settings.timeout:
             return self.ollama  # the knowledge base is embedded by Ollama whatever chats
         if self._document_embedder is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -157,18 +157,41 @@ def ingest(
         max_file_size=max_bytes,
         max_chunks=max_chunks,
     )
+    store = open_store(app, write=not dry_run)
+    model = chosen_embed_model(app) if model_explicit(app) else _default_model(app, store)
     run = Ingest(
         options,
-        store=open_store(app, write=not dry_run),
+        store=store,
         collection=app.settings.collection,
-        model=chosen_embed_model(app),
+        model=model,
         model_explicit=model_explicit(app),
-        client=app.embedder(documents=True),
+        client=app.embedder(documents=True, model=model),
         home=app.settings.home_dir,
         wait_lock=wait_lock,
     )
     _show_run(app, run, dry_run)
     _raise_for_outcome(run)
+
+
+def _default_model(app: App, store: Any) -> str:
+    """The defaulted embedding model; for a new collection with no Ollama reachable and
+    the `[local]` extra installed, the in-process one instead (said on stderr)."""
+    from localgpt_cli.errors import OllamaUnreachable
+    from localgpt_cli.llm import local
+
+    model = chosen_embed_model(app)
+    if local.is_local(model) or store.exists(app.settings.collection) or not local.available():
+        return model
+    try:
+        app.client.list_models()
+    except OllamaUnreachable:
+        app.output.warn(
+            "local_embedder",
+            f"No Ollama at {app.settings.host}: embedding with {local.DEFAULT_LOCAL_MODEL} "
+            "in this process; the collection is searched with it from now on.",
+        )
+        return local.DEFAULT_LOCAL_MODEL
+    return model
 
 
 def _tune_process(app: App) -> None:

@@ -56,7 +56,8 @@ def embed_model_option(f: F) -> F:
         metavar="MODEL",
         expose_value=False,
         callback=_setter("embed_model"),
-        help="Embedding model (default: the collection's, else nomic-embed-text).",
+        help="Embedding model (default: the collection's, else nomic-embed-text); "
+        "local:all-minilm-l6-v2 or local:DIR embeds in-process.",
     )(f)
 
 
@@ -129,7 +130,11 @@ def chosen_embed_model(app: App) -> str:
     """The embedding model named by flag, env or config, resolved as `chat -m` is (a bare
     name not installed as `:latest` means the one installed tag of that name, with a
     warning). A defaulted model is left as it is: it defers to the collection's own."""
+    from localgpt_cli.llm.local import canonical, is_local
+
     model = str(app.settings.embed_model)
+    if is_local(model):  # runs in this process: nothing to ask the server
+        return canonical(model)
     return app.catalog.resolve(model, app.output.warn) if model_explicit(app) else model
 
 

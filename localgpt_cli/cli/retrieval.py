@@ -29,7 +29,8 @@ def open_target(app: App, collection: str | None = None) -> QueryTarget:
     model = chosen_embed_model(app)
     if model_explicit(app):
         coll.check_model(model)
-    return QueryTarget(coll, coll.model or model, app.embedder())
+    model = coll.model or model
+    return QueryTarget(coll, model, app.embedder(model=model))
 
 
 def query_collection(

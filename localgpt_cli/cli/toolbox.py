@@ -94,7 +94,7 @@ def build_toolbox(
 
         return select_tools(
             tools, message,
-            embed=lambda texts: app.ollama.embed(embed_model, texts),
+            embed=lambda texts: app.embedder(model=embed_model).embed(embed_model, texts),
             embed_model=embed_model, cache_dir=cache_dir() / "tools",
             limit=SELECTION_LIMIT, top_k=SELECTION_TOP_K,
         )

@@ -175,3 +175,22 @@ class Provider(Protocol):
     ) -> list[list[float]]:
         """One vector per input, in order, counted into `stats` when given."""
         ...
+
+
+class Embedder(Protocol):
+    """What the knowledge base embeds through: a `Provider`, or the in-process embedder
+    of llm/local.py that only embeds."""
+
+    @property
+    def host(self) -> str: ...
+
+    def embed(
+        self,
+        model: str,
+        inputs: Sequence[str],
+        *,
+        batch_size: int = 64,
+        stats: EmbedStats | None = None,
+    ) -> list[list[float]]:
+        """One vector per input, in order, counted into `stats` when given."""
+        ...

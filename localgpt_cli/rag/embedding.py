@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from localgpt_cli.errors import LocalGPTError, OllamaUnreachable
 
 if TYPE_CHECKING:
-    from localgpt_cli.llm.provider import EmbedStats, Provider
+    from localgpt_cli.llm.provider import Embedder, EmbedStats
     from localgpt_cli.rag.store import Collection
 
 # Longest text sent to the embedding model, in characters. Chunks are far shorter by
@@ -66,7 +66,7 @@ def _limit(text: str) -> tuple[str, bool]:
 
 
 def embed_queries(
-    client: Provider, model: str, texts: Sequence[str], *, batch_size: int = 64
+    client: Embedder, model: str, texts: Sequence[str], *, batch_size: int = 64
 ) -> list[list[float]]:
     """Query vectors, with the model's query prefix (the counterpart of ingest)."""
     inputs = [query_input(model, t)[0] for t in texts]
@@ -88,7 +88,7 @@ class EmbedQueue:
 
     def __init__(
         self,
-        client: Provider,
+        client: Embedder,
         model: str,
         collection: Collection | None,
         *,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from localgpt_cli.llm.provider import Provider
+    from localgpt_cli.llm.provider import Embedder
     from localgpt_cli.rag.fusion import Dropped
     from localgpt_cli.rag.retrieve import SearchResult
     from localgpt_cli.rag.store import Collection
@@ -40,7 +40,7 @@ class QueryTarget:
     """An open collection, the model its queries are embedded with, and whether that
     model still answers: what every query of one command shares."""
 
-    def __init__(self, collection: Collection, model: str, client: Provider) -> None:
+    def __init__(self, collection: Collection, model: str, client: Embedder) -> None:
         self.collection = collection
         self.model = model
         self.client = client  # embeds the queries

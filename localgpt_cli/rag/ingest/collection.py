@@ -14,13 +14,13 @@ from localgpt_cli.rag.ingest.summary import Event
 from localgpt_cli.rag.walk import FoundFile, under
 
 if TYPE_CHECKING:
-    from localgpt_cli.llm.provider import Provider
+    from localgpt_cli.llm.provider import Embedder
     from localgpt_cli.rag.ingest.state import RunState
     from localgpt_cli.rag.store import DocumentSummary
 
 
 def open_collection(
-    state: RunState, files: list[FoundFile], client: Provider
+    state: RunState, files: list[FoundFile], client: Embedder
 ) -> Iterator[Event]:
     """Set the run's collection: None in a dry run on a collection that does not exist.
     `client` is the run's embedder, asked once before a re-index drops anything."""
@@ -40,7 +40,7 @@ def open_collection(
     # fails before storing anything (a model that is not pulled) must not pin it.
 
 
-def _reindex(state: RunState, files: list[FoundFile], client: Provider) -> Iterator[Event]:
+def _reindex(state: RunState, files: list[FoundFile], client: Embedder) -> Iterator[Event]:
     """Drop the collection, so the paths named are ingested again with the model asked
     for; the documents whose file is gone are reported removed."""
     assert state.coll is not None
@@ -101,7 +101,7 @@ def _adopt_or_check_model(state: RunState) -> bool:
     return False
 
 
-def _check_embedder(state: RunState, client: Provider) -> None:
+def _check_embedder(state: RunState, client: Embedder) -> None:
     """Embed one short text with the new model before the collection is dropped: a model
     name with a typo, or a server that is down, must leave the collection as it was."""
     try:

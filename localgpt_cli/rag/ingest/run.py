@@ -19,7 +19,7 @@ from localgpt_cli.rag.ingest.summary import Event, Summary, elapsed_ms
 from localgpt_cli.rag.library import Library, locked
 
 if TYPE_CHECKING:
-    from localgpt_cli.llm.provider import Provider
+    from localgpt_cli.llm.provider import Embedder
     from localgpt_cli.rag.store import Store
 
 
@@ -34,7 +34,7 @@ class Ingest:
         collection: str,
         model: str,
         model_explicit: bool,
-        client: Provider,
+        client: Embedder,
         home: Path,
         wait_lock: float = 0.0,
     ) -> None:

