@@ -172,6 +172,29 @@ def test_prune_removes_documents_whose_files_are_gone(standin, corpus):
     assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
 
 
+def test_prune_forgets_the_file_before_deleting_its_rows(standin, corpus, monkeypatch):
+    """Manifest first: a prune stopped between the two leaves rows the manifest does not
+    vouch for (the next --prune removes them), never a manifest vouching for gone rows."""
+    from localgpt_cli.rag.store.writes import Writes
+
+    invoke("ingest", str(corpus))
+    (corpus / "todo.txt").unlink()
+
+    def crash(self, document_ids):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Writes, "delete_documents", crash)
+        assert invoke("ingest", str(corpus), "--prune").exit_code == 130
+    manifest = (home() / "lancedb" / "_localgpt" / "manifests" / "default.jsonl").read_text()
+    assert str(corpus / "todo.txt") not in [json.loads(line).get("path") for line in
+                                            manifest.splitlines()[1:] if line.startswith("{")]
+    assert any(row[2].endswith("todo.txt") for row in snapshot(home()))  # rows still there
+    r = invoke("ingest", str(corpus), "--prune", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert not any(row[2].endswith("todo.txt") for row in snapshot(home()))
+
+
 def test_dry_run_on_a_fresh_home_creates_nothing(standin, corpus):
     r = invoke("ingest", str(corpus), "--dry-run", "--json")
     assert r.exit_code == 0, r.stderr

@@ -226,10 +226,12 @@ def prune(state: RunState, gone: list[mf.Entry]) -> Iterator[Event]:
                 doomed[doc.document_id] = (doc.path, doc.chunks)
     if not state.opts.dry_run:
         # Manifest first (see library.Library.remove): a crash before the delete leaves
-        # rows the manifest does not vouch for, which the next --prune removes.
-        for e in gone:
-            state.manifest.remove(e.path)
-        state.manifest.flush()
+        # rows the manifest does not vouch for, which the next --prune removes. Saved
+        # now, not flushed: an object-store manifest defers its flushes.
+        if gone:
+            for e in gone:
+                state.manifest.remove(e.path)
+            state.manifest.compact()
         if coll is not None and doomed:
             state.library.check_lock()
             coll.delete_documents(doomed)
