@@ -65,7 +65,8 @@ def check_preview(value: Any, tool: str) -> Preview:
     if value.kind not in PREVIEW_KINDS:
         raise ToolError(f"{tool} returned a preview of kind {value.kind!r}; "
                         f"expected one of {', '.join(PREVIEW_KINDS)}")
-    needs = {"command": ("command",), "edit": ("path", "diff"), "file": ("path",)}[value.kind]
+    needs = {"command": ("command",), "edit": ("path", "diff", "sha256"),
+             "file": ("path",)}[value.kind]
     missing = [name for name in needs if not isinstance(getattr(value, name), str)]
     if missing:
         raise ToolError(f"{tool} returned a {value.kind} preview without {', '.join(missing)}")
