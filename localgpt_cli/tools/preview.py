@@ -175,11 +175,14 @@ def apply_edit(preview: dict[str, Any], sandbox: Sandbox) -> tuple[Path, Path]:
     path = str(preview.get("path"))
     real = sandbox.resolve(path)
     data, before = read_text(real, path)
+    backup = real.with_name(f"{real.name}.{preview.get('id')}.bak")
+    if sha256(data) != preview.get("sha256") and backup.exists():
+        raise ToolError(f"refused: {path} was already changed by this edit (its backup "
+                        f"{backup} exists); nothing was written")
     if sha256(data) != preview.get("sha256"):
         raise ToolError(f"refused: {path} changed since the diff was made; nothing was written "
                         "(ask for the edit again)")
     after = apply_hunks(before, parse_diff(str(preview.get("diff"))))
-    backup = real.with_name(f"{real.name}.{preview.get('id')}.bak")
     if backup.exists():
         raise ToolError(f"refused: the backup {backup} already exists; nothing was written")
     write_atomic(real, after.encode("utf-8"), backup)
