@@ -286,3 +286,42 @@ def test_tools_list_shows_groups_core_and_preview_flags(
     text = invoke("tools", "list").stdout.splitlines()
     assert text[0].split("\t")[:4] == ["NAME", "GROUP", "CORE", "PREVIEW"]
     assert "calendar_add\tcalendar\tyes\t\t" in "\n".join(text)
+
+
+# -- the REPL: /tools and `y` -------------------------------------------------------------
+
+
+def test_repl_sets_groups_with_slash_tools_and_applies_an_edit_on_y(
+    standin, workdir: Path
+) -> None:
+    from tests.test_repl import Terminal
+
+    standin.script(
+        Reply(tool_calls=[call("propose_edit", path="notes.md", diff=DIFF)], offered_only=True),
+        Reply(content="Here is the change."),
+        Reply(tool_calls=[call("propose_edit", path="notes.md", diff=DIFF.replace(
+            "8000", "8080", 1).replace("+The port is 8080.", "+The port is 9090."))],
+            offered_only=True),
+        Reply(content="Another one."),
+    )
+    term = Terminal("chat", cwd=workdir)
+    term.read_until(b">>>")
+    term.type(b"/tools files,nope\r")
+    term.read_until(b"Unknown tool group(s) for /tools: nope.")
+    term.type(b"/tools files\r")
+    term.read_until(b"Tool groups: files.")
+    term.type(b"change the port\r")
+    term.read_until(b"Here is the change.")
+    term.read_until(b"[y/N]")
+    term.type(b"y\r")
+    term.read_until(b"Applied ")
+    term.type(b"once more\r")
+    term.read_until(b"[y/N]")
+    term.type(b"\r")  # no
+    term.read_until(b"Not applied; later: localgpt apply ")
+    term.read_until(b">>>")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
+    offered = [t["function"]["name"] for t in standin.chat_requests()[0]["tools"]]
+    assert offered == ["read_file", "list_directory", "propose_edit"]

@@ -77,6 +77,22 @@ def apply_preview(preview: dict[str, Any], cwd: Path | None = None) -> tuple[Pat
                            hint="Nothing was written.") from None
 
 
+def offer_edits(screen: Any, previews: list[dict[str, Any]]) -> None:
+    """At the REPL: `y` applies each proposed edit of the answer, as `localgpt apply` does."""
+    for preview in previews:
+        if preview.get("kind") != "edit":
+            continue
+        if not screen.confirm(f"Apply edit {preview['id']} to {preview.get('path')}?"):
+            screen.note(f"Not applied; later: localgpt apply {preview['id']}")
+            continue
+        try:
+            path, backup = apply_preview(preview)
+        except InvalidInput as exc:
+            screen.note(f"Not applied: {exc}")
+            continue
+        screen.note(f"Applied {preview['id']} to {path} (backup: {backup}).")
+
+
 @click.command(epilog=EPILOG)
 @click.argument("preview_id", metavar="ID")
 @json_option

@@ -103,6 +103,28 @@ def check_groups(groups: list[str] | None, known: list[str], where: str) -> None
                          hint=f"Groups: {', '.join(known)} (see `localgpt tools list`).")
 
 
+def repl_tools(turns: Any, arg: str) -> str:
+    """`/tools` in the REPL: show the allowed groups, or set them for the next turns."""
+    toolbox = turns.toolbox
+    known = list(dict.fromkeys(t.group for t in toolbox.tools)) if toolbox else []
+    if not arg:
+        if toolbox is None or toolbox.groups == []:
+            return "Tools: none."
+        chosen = "all" if toolbox.groups is None else ", ".join(toolbox.groups)
+        return f"Tool groups: {chosen} (available: {', '.join(known)})."
+    try:
+        on, groups = parse_groups(arg, "/tools")
+        if toolbox is None and on:
+            toolbox = turns.toolbox = build_toolbox(turns.app, functions=turns.flags.functions)
+            known = list(dict.fromkeys(t.group for t in toolbox.tools))
+        check_groups(groups, known, "/tools")
+    except UsageError as exc:
+        return f"{exc} {exc.hint or ''}".strip()
+    if toolbox is not None:
+        toolbox.groups = groups if on else []
+    return "Tools: none." if not on else f"Tool groups: {arg if groups else 'all'}."
+
+
 def build_toolbox(
     app: App,
     *,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,7 @@ def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]
 class TurnOutcome:
     code: int
     conversation_id: str | None
+    previews: list[dict[str, Any]] = field(default_factory=list)  # shown to the user
 
 
 @dataclass
@@ -141,7 +142,7 @@ class ChatTurns:
             if app.output.json:
                 sys.stderr.write(f"localgpt: error: {turn.error}\n")
             return TurnOutcome(turn.error.exit_code, turn.conversation_id)
-        return TurnOutcome(0, turn.conversation_id)
+        return TurnOutcome(0, turn.conversation_id, turn.loop.state.previews if turn.loop else [])
 
 
 def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None]:
