@@ -325,3 +325,40 @@ def test_repl_sets_groups_with_slash_tools_and_applies_an_edit_on_y(
     assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
     offered = [t["function"]["name"] for t in standin.chat_requests()[0]["tools"]]
     assert offered == ["read_file", "list_directory", "propose_edit"]
+
+
+# -- on a terminal: a panel, the diff coloured -------------------------------------------
+
+
+def test_a_terminal_gets_a_panel_with_a_coloured_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from localgpt_cli.kernel.packets import PacketFactory
+    from localgpt_cli.render.chat import PrettyChatRenderer
+    from localgpt_cli.render.output import Output
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    stdout = io.StringIO()
+    output = Output(stdout=stdout, stderr=io.StringIO())
+    output._console = Console(file=stdout, force_terminal=True, width=100,
+                              color_system="standard")
+    renderer = PrettyChatRenderer(output)
+    factory = PacketFactory()
+    preview = {"kind": "edit", "id": "3f9a1c2e", "path": "/w/[draft].md", "sha256": "0" * 64,
+               "diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old line\n+new line\n"}
+    renderer.packet(factory.make("tool_start", {"call_id": "c", "name": "propose_edit",
+                                                "arguments": {}, "iteration": 1}))
+    renderer.packet(factory.make("tool_result", {"call_id": "c", "name": "propose_edit",
+                                                 "ok": True, "result": "preview_sent",
+                                                 "duration_ms": 1, "preview": preview}))
+    renderer.packet(factory.token("Done."))
+    renderer.packet(factory.done("stop", model="m"))
+    renderer.close()
+    shown = stdout.getvalue()
+    assert "preview 3f9a1c2e: edit /w/[draft].md" in shown  # brackets are not markup
+    assert "\x1b[91" in shown.split("-old line")[0][-20:]  # removed line in red
+    assert "\x1b[92" in shown.split("+new line")[0][-20:]  # added line in green
+    assert "localgpt apply 3f9a1c2e" in shown
+    assert shown.index("Done.") < shown.index("preview 3f9a1c2e")

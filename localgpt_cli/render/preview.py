@@ -61,5 +61,6 @@ def panel(preview: dict[str, Any]) -> Any:
         parts.append(Text(str(preview["explanation"]), style="italic"))
     parts.append(Syntax(body(preview), lexer, theme="ansi_dark", word_wrap=True,
                         background_color="default"))
-    return Panel(Group(*parts), title=title(preview), title_align="left",
-                 subtitle=footer(preview), subtitle_align="left", border_style="cyan")
+    # Text, not markup: a path or command may hold [brackets]
+    return Panel(Group(*parts), title=Text(title(preview)), title_align="left",
+                 subtitle=Text(footer(preview)), subtitle_align="left", border_style="cyan")
