@@ -97,3 +97,13 @@ def test_a_bad_tools_table_is_refused_with_exit_6(standin, toml: str, message: s
     config.write_text(toml)
     r = invoke("chat", "hi")
     assert r.exit_code == 6 and message in r.stderr
+
+
+def test_an_unknown_group_from_the_environment_names_the_variable(
+    standin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOCALGPT_TOOLS", "files,typo")
+    r = invoke("chat", "hi")
+    assert r.exit_code == 2
+    assert "Unknown tool group(s) for LOCALGPT_TOOLS: typo." in r.stderr
+    assert standin.chat_requests() == []

@@ -67,14 +67,16 @@ def tool_listing(app: App, functions: Sequence[str] = ()) -> list[tuple[Any, str
     return listing + [(tool, None) for tool in registry if tool.source != "builtin"]
 
 
-def chat_groups(app: App, flag: str | None, no_tools: bool) -> tuple[bool, list[str] | None]:
-    """(tools on, allowed groups or None for all) from --no-tools, --tools GROUPS, or the
-    `tools.groups` setting (LOCALGPT_TOOLS, [tools] groups)."""
+def chat_groups(
+    app: App, flag: str | None, no_tools: bool
+) -> tuple[bool, list[str] | None, str]:
+    """(tools on, allowed groups or None for all, where they were set) from --no-tools,
+    --tools GROUPS, or the `tools.groups` setting (LOCALGPT_TOOLS, [tools] groups)."""
     if no_tools:
-        return False, None
+        return False, None, "--no-tools"
     value = flag if flag is not None else app.settings.values.get("tools.groups")
     where = "--tools" if flag is not None else app.settings.named("tools.groups")
-    return parse_groups(value, where)
+    return (*parse_groups(value, where), where)
 
 
 def parse_groups(value: str | None, where: str) -> tuple[bool, list[str] | None]:

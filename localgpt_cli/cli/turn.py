@@ -201,7 +201,7 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
     from localgpt_cli.cli.retrieval import knowledge_base
     from localgpt_cli.cli.toolbox import chat_groups
 
-    tools_on, groups = chat_groups(app, flags.tools, flags.no_tools)
+    tools_on, groups, where = chat_groups(app, flags.tools, flags.no_tools)
     # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
     has_kb = (not flags.lock and (flags.rag is not False or tools_on)
               and knowledge_base(app, flags.rag))  # fmt: skip
@@ -217,7 +217,7 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
         from localgpt_cli.cli.toolbox import build_toolbox
 
         toolbox = build_toolbox(app, only=flags.only_tools, functions=flags.functions,
-                                approve=flags.approve, groups=groups,
+                                approve=flags.approve, groups=groups, where=where,
                                 search=tool_search(app) if has_kb else None)
     return retriever, toolbox
 

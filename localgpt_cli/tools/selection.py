@@ -1,11 +1,14 @@
 """Tool selection (tool-RAG): which of many enabled tools to offer on this turn.
 
 Every tool definition costs prompt tokens and small models choose worse among many, so
-beyond `limit` tools we send the core tools plus the `top_k` others whose text is
-closest to the user's message by cosine similarity. Tool vectors are cached on disk per
+a turn's tools are chosen in three steps: the context filter (only the allowed groups,
+`chat --tools files,knowledge`), then, beyond `limit` tools, the `top_k` non-core tools
+of those groups whose text is closest to the user's message by cosine similarity, then
+the allowed groups' core tools merged in. Tool vectors are cached on disk per
 embedding model and text hash, so a warm turn costs one query embedding and a
 matrix-vector product. Selection is an optimisation, never a reason to fail a turn:
-whatever goes wrong, all enabled tools are sent and a warning says why.
+whatever goes wrong, all allowed tools are sent, a warning says why, and the Selection's
+`method` and `reason` (reported in `done.selection`) say which branch was taken.
 """
 
 from __future__ import annotations
