@@ -43,6 +43,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
+    Spec("tools.groups", "LOCALGPT_TOOLS", None, str,
+         "tool groups a chat may use: GROUP,GROUP | all | none ([tools] groups)"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
@@ -149,12 +151,31 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
-    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
+    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers", "tools"})
     if unknown:
         raise InvalidInput(
             f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
             hint=f"Known settings: {', '.join(SPEC_BY_KEY)}.",
         )
+    return _tools_table(data, path)
+
+
+def _tools_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`[tools] groups = ["files", "knowledge"]` (or "files,knowledge") as `tools.groups`."""
+    table = data.pop("tools", None)
+    if table is None:
+        return data
+    if not isinstance(table, dict) or set(table) - {"groups"}:
+        raise InvalidInput(f"`tools` in {path} must be a table with only `groups`.",
+                           hint='Write: [tools]\ngroups = ["files", "knowledge"]')
+    groups = table.get("groups")
+    if isinstance(groups, list) and all(isinstance(g, str) for g in groups):
+        groups = ",".join(groups) or "none"
+    if groups is not None and not isinstance(groups, str):
+        raise InvalidInput(f"[tools] groups in {path} must be a list of group names.",
+                           hint='Write: groups = ["files", "knowledge"] (or "all", "none").')
+    if groups is not None:
+        data["tools.groups"] = groups
     return data
 
 

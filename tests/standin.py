@@ -81,6 +81,9 @@ class Reply:
     socket closes without the terminating chunk. With `stream: false` these become a wait,
     a 500, and a connection closed without a response. `http_status`: answer that status
     with `{"error": http_error}` instead. `eval_count=None` counts the content chunks.
+    `offered_only`: as Ollama's tool parser, which knows only the tools the request sent,
+    a call to a tool the request did not offer is not a tool call: its JSON text arrives
+    as content (so a test proves the client offered the tool it scripts a call to).
     """
 
     content: str | list[str] = ""
@@ -95,6 +98,7 @@ class Reply:
     http_error: str = ""
     prompt_eval_count: int = 26
     eval_count: int | None = None
+    offered_only: bool = False
 
 
 @dataclass
@@ -878,6 +882,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._send_error(reply.http_status, message)
             return
+        if reply.offered_only:
+            reply = _offered_calls_only(reply, body.get("tools") or [])
         steps = _steps(reply, thinking=thinks and think is not False)
         calls = _wire_tool_calls(reply.tool_calls, standin._next_call_id)
         if calls and not reply.tool_calls_on_done:
@@ -1001,6 +1007,23 @@ def _check_reply(reply: Reply) -> None:
         fn = call.get("function", call)
         if not isinstance(fn.get("name"), str) or not isinstance(fn.get("arguments", {}), dict):
             raise ValueError(f"tool call needs a str 'name' and dict 'arguments': {call!r}")
+
+
+def _offered_calls_only(reply: Reply, tools: list[Any]) -> Reply:
+    """The reply as Ollama parses it when the request offered `tools`: calls to other
+    names stay the text the model wrote, after the content."""
+    import dataclasses
+
+    offered = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+    kept, text = [], []
+    for call in reply.tool_calls:
+        fn = call.get("function", call)
+        if fn["name"] in offered:
+            kept.append(call)
+        else:
+            text.append(json.dumps({"name": fn["name"], "arguments": fn.get("arguments", {})}))
+    content = reply.content if isinstance(reply.content, str) else "".join(reply.content)
+    return dataclasses.replace(reply, tool_calls=kept, content=content + "".join(text))
 
 
 def _steps(reply: Reply, *, thinking: bool) -> list[tuple[str, str]]:

@@ -3,6 +3,7 @@ strategies for models without tools, history replay, tool selection."""
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 import time
@@ -246,9 +247,12 @@ def test_many_tools_are_narrowed_by_semantic_selection(standin, tmp_path):
     assert r.exit_code == 0, r.stderr
     offered = [t["function"]["name"] for t in standin.chat_requests()[-1]["tools"]]
     assert "convert_currency" in offered
-    assert {"calculator", "read_file", "list_directory"} <= set(offered)
-    assert len(offered) == 3 + 6
+    assert {"calculator", "read_file", "list_directory", "propose_command"} <= set(offered)
+    assert len(offered) == 4 + 6
     assert standin.embed_calls >= 1
+    done = [json.loads(line) for line in r.stdout.splitlines()][-1]["payload"]
+    assert done["selection"] == {"method": "semantic", "reason": None, "groups": None,
+                                 "offered": offered}
 
 
 def test_selection_falls_back_to_all_tools_when_embedding_fails(standin, tmp_path):
@@ -258,8 +262,11 @@ def test_selection_falls_back_to_all_tools_when_embedding_fails(standin, tmp_pat
     standin.fail_embeds(10, status=500)
     r = invoke("chat", "--json", "--functions", str(plugin), "q")
     assert r.exit_code == 0
-    assert len(standin.chat_requests()[-1]["tools"]) == 18
+    assert len(standin.chat_requests()[-1]["tools"]) == 20
     assert "tool" in r.stderr and "warning" in r.stderr
+    done = [json.loads(line) for line in r.stdout.splitlines()][-1]["payload"]
+    assert done["selection"]["method"] == "all"
+    assert done["selection"]["reason"].startswith("search error: ")
 
 
 def test_tools_command_lists_and_shows(standin, tmp_path):

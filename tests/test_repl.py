@@ -17,11 +17,12 @@ from tests.standin import Reply
 class Terminal:
     """`localgpt ARGS` on a pseudo-terminal that a test types into."""
 
-    def __init__(self, *args: str) -> None:
-        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "NO_COLOR": "1"}
+    def __init__(self, *args: str, cwd: str | os.PathLike[str] = ROOT) -> None:
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "NO_COLOR": "1",
+               "PYTHONPATH": str(ROOT)}
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # child
-            os.chdir(ROOT)
+            os.chdir(cwd)
             os.execve(sys.executable, [sys.executable, "-m", "localgpt_cli", *args], env)
         self.screen = b""
         self.pos = 0  # what the test has already seen

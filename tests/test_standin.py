@@ -531,3 +531,27 @@ def test_runs_as_a_process_streaming_n_tokens():
     finally:
         proc.terminate()
         assert proc.wait(timeout=5) == 0
+
+
+def test_offered_only_parses_calls_to_offered_tools_only_as_ollama_does(standin, client):
+    """Ollama's parser knows the request's tools: a call to another name stays text. The
+    preview tools' arguments (a diff with newlines, a command with `&&` and `>`) travel
+    Go-escaped and arrive intact."""
+    diff = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a <b>\n+a & b\n"
+    command = "make && ./run > out.txt"
+    edit = {"name": "propose_edit", "arguments": {"path": "f", "diff": diff}}
+    run = {"name": "propose_command", "arguments": {"command": command}}
+    offered = [{"type": "function", "function": {"name": "propose_edit", "description": "",
+                                                  "parameters": {"type": "object"}}}]
+    standin.script(Reply(tool_calls=[edit, run], offered_only=True))
+    body = {"model": "llama3.2", "messages": HI, "tools": offered, "stream": True}
+    with httpx.stream("POST", f"{standin.url}/api/chat", json=body) as response:
+        raw = response.read()
+    assert b"\\u0026" in raw and b"\\u003e" in raw  # Go's encoder escapes & and >
+    standin.script(Reply(tool_calls=[edit, run], offered_only=True))
+    parts = list(client.chat(model="llama3.2", messages=HI, tools=offered, stream=True))
+    calls = [c for p in parts for c in (p.message.tool_calls or [])]
+    assert [(c.function.name, dict(c.function.arguments)) for c in calls] == [
+        ("propose_edit", {"path": "f", "diff": diff})]
+    text = "".join(p.message.content or "" for p in parts)
+    assert '"name": "propose_command"' in text and command in text

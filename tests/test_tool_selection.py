@@ -98,7 +98,10 @@ def test_within_the_limit_everything_is_sent_without_embedding(tmp_path: Path) -
     tools = generated_tools(12)
     embed = CountingEmbed(DIM)
     chosen = select(tools, embed, tmp_path, limit=12)
-    assert chosen == Selection(tools, [t.name for t in tools], "all")
+    assert chosen == Selection(tools, [t.name for t in tools], "all", None,
+                               "12 tools, within the limit of 12", tools, None)
+    assert chosen.report() == {"method": "all", "reason": "12 tools, within the limit of 12",
+                               "groups": None, "offered": [t.name for t in tools]}
     assert embed.calls == 0
     assert not any(tmp_path.iterdir())
 
@@ -112,7 +115,8 @@ def test_limit_and_top_k_are_respected(tmp_path: Path) -> None:
 def test_no_embedding_model_falls_back_to_all_tools(tmp_path: Path) -> None:
     tools = generated_tools(30)
     chosen = select(tools, None, tmp_path)
-    assert chosen.method == "fallback" and chosen.tools == tools
+    assert chosen.method == "all" and chosen.tools == tools
+    assert chosen.reason == "no embedder: no embedding model available"
     assert chosen.warning is not None and "no embedding model" in chosen.warning
     assert "offering all 30 enabled tools" in chosen.warning
 
@@ -123,7 +127,8 @@ def test_embed_raising_falls_back_with_a_warning(tmp_path: Path) -> None:
 
     tools = generated_tools(30)
     chosen = select(tools, unreachable, tmp_path)
-    assert chosen.method == "fallback" and len(chosen.tools) == 30
+    assert chosen.method == "all" and len(chosen.tools) == 30
+    assert chosen.reason == "search error: ConnectionError: Failed to connect to Ollama"
     assert "ConnectionError: Failed to connect to Ollama" in (chosen.warning or "")
 
 
@@ -132,7 +137,8 @@ def test_wrong_number_of_vectors_falls_back(tmp_path: Path) -> None:
         return [[1.0, 0.0]] * max(1, len(texts) - 1)
 
     chosen = select(generated_tools(30), short, tmp_path)
-    assert chosen.method == "fallback"
+    assert chosen.method == "all"
+    assert (chosen.reason or "").startswith("index build failed: ValueError")
     assert not cache_file(tmp_path, "m").exists()
 
 
@@ -161,7 +167,8 @@ def test_corrupt_cache_is_rebuilt(tmp_path: Path, content: bytes) -> None:
 def test_unreadable_cache_falls_back(tmp_path: Path) -> None:
     cache_file(tmp_path, "m").mkdir(parents=True)  # a directory where the file should be
     chosen = select(generated_tools(30), CountingEmbed(DIM), tmp_path)
-    assert chosen.method == "fallback"
+    assert chosen.method == "all"
+    assert (chosen.reason or "").startswith("index build failed: tool vector cache unreadable")
     assert "tool vector cache unreadable" in (chosen.warning or "")
 
 
@@ -191,3 +198,82 @@ def test_unwritable_cache_still_selects(tmp_path: Path, monkeypatch: pytest.Monk
 def test_cache_write_leaves_no_temp_files(tmp_path: Path) -> None:
     select(generated_tools(30), CountingEmbed(DIM), tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [cache_file(tmp_path, "m").name]
+
+
+# -- groups: the context filter ahead of semantic selection ---------------------------
+
+
+def grouped_tools(n: int) -> list:
+    """`generated_tools(n)` spread over groups: core_0/core_1 and the currency converter in
+    `money`, core_2/core_3 in `ops`, the look-alikes alternately `money` and `ops`."""
+    import dataclasses
+
+    tools = generated_tools(n)
+    out = []
+    for i, tool in enumerate(tools):
+        money = tool.name in ("core_0", "core_1", "convert_currency") or (i > 4 and i % 2 == 0)
+        out.append(dataclasses.replace(tool, group="money" if money else "ops"))
+    return out
+
+
+def test_groups_filter_before_semantic_selection_and_keep_their_core(tmp_path: Path) -> None:
+    tools = grouped_tools(200)
+    embed = CountingEmbed(DIM)
+    chosen = select(tools, embed, tmp_path, groups=["money"])
+    assert chosen.method == "semantic" and chosen.reason is None
+    assert chosen.offered_names[:3] == ["core_0", "core_1", "convert_currency"]
+    assert len(chosen.tools) == 2 + 6
+    assert {t.group for t in chosen.tools} == {"money"}
+    assert {t.group for t in chosen.allowed} == {"money"}
+    # only the allowed groups' tool texts were embedded (the query, then the index)
+    assert len(embed.texts[1]) == len([t for t in tools if t.group == "money" and not t.core])
+    assert chosen.report()["groups"] == ["money"]
+
+
+def test_groups_within_the_limit_are_context_filtered(tmp_path: Path) -> None:
+    tools = grouped_tools(200)
+    embed = CountingEmbed(DIM)
+    chosen = select(tools, embed, tmp_path, groups=["ops"], limit=500)
+    assert chosen.method == "context_filtered"
+    assert chosen.reason == f"{len(chosen.tools)} tools, within the limit of 500"
+    assert chosen.tools == [t for t in tools if t.group == "ops"] and embed.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("embed_kind", "reason"),
+    [("none", "no embedder: no embedding model available"),
+     ("query_fails", "search error: ConnectionError: down"),
+     ("index_fails", "index build failed: ConnectionError: down")],
+)
+def test_every_degradation_branch_keeps_the_group_filter(
+    tmp_path: Path, embed_kind: str, reason: str
+) -> None:
+    def query_fails(texts: list[str]) -> list[list[float]]:
+        raise ConnectionError("down")
+
+    working = CountingEmbed(DIM)
+
+    def index_fails(texts: list[str]) -> list[list[float]]:
+        if len(texts) > 1:
+            raise ConnectionError("down")
+        return working(texts)
+
+    embed = {"none": None, "query_fails": query_fails, "index_fails": index_fails}[embed_kind]
+    tools = grouped_tools(60)
+    chosen = select(tools, embed, tmp_path, groups=["money"])
+    assert chosen.method == "context_filtered" and chosen.reason == reason
+    assert chosen.tools == [t for t in tools if t.group == "money"]
+    assert "offering all" in (chosen.warning or "") and "allowed tools" in (chosen.warning or "")
+
+
+def test_a_group_of_only_core_tools_needs_no_embedding(tmp_path: Path) -> None:
+    import dataclasses
+
+    tools = [dataclasses.replace(t, core=True) for t in grouped_tools(40)]
+    chosen = select(tools, CountingEmbed(DIM), tmp_path, groups=["ops"], limit=5)
+    assert chosen.method == "context_filtered" and chosen.reason == "only core tools"
+
+
+def test_an_unknown_group_offers_nothing(tmp_path: Path) -> None:
+    chosen = select(grouped_tools(30), CountingEmbed(DIM), tmp_path, groups=["nope"])
+    assert chosen.tools == [] and chosen.method == "context_filtered"

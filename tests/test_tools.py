@@ -78,7 +78,9 @@ def test_describe_record() -> None:
         "name": "weather",
         "description": "Weather forecast for a city.",
         "source": "plugin:wx",
+        "group": "general",
         "core": True,
+        "preview": False,
         "parameters": SCHEMA,
     }
 
@@ -286,6 +288,8 @@ def test_builtins_depend_on_the_context(tmp_path: Path) -> None:
         "search_documents",
         "web_search",
         "web_fetch",
+        "propose_command",
+        "propose_edit",
     ]
     no_kb = builtin_registry(full_context(tmp_path, search=None)).names()
     assert "search_documents" not in no_kb
@@ -309,7 +313,13 @@ def test_api_key_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
 def test_builtins_have_examples_and_core_flags(tmp_path: Path) -> None:
     registry = builtin_registry(full_context(tmp_path))
     core = {t.name for t in registry if t.core}
-    assert core == {"calculator", "read_file", "list_directory", "search_documents"}
+    assert core == {"calculator", "read_file", "list_directory", "search_documents",
+                    "propose_command"}
+    groups = {t.name: t.group for t in registry}
+    assert groups == {"calculator": "math", "read_file": "files", "list_directory": "files",
+                      "search_documents": "knowledge", "web_search": "web", "web_fetch": "web",
+                      "propose_command": "shell", "propose_edit": "files"}
+    assert {t.name for t in registry if t.preview} == {"propose_command", "propose_edit"}
     for tool in registry:
         assert 2 <= len(tool.examples) <= 4, tool.name
         assert tool.source == "builtin"

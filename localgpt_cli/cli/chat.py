@@ -61,8 +61,9 @@ Examples:
 @click.option("--no-save", is_flag=True, help="Do not store this exchange in the history.")
 @click.option("--window", type=click.IntRange(min=0), metavar="N",
               help="History messages to send along (default 20).")
-@click.option("--tools/--no-tools", default=True,
-              help="Let the model call tools (default: when it can).")
+@click.option("--tools", "tools", metavar="GROUPS",
+              help="Tool groups the model may use: GROUP,GROUP, all or none [default: all].")
+@click.option("--no-tools", is_flag=True, help="No tools (same as --tools none).")
 @click.option("-T", "--tool", "only_tools", multiple=True, metavar="NAME",
               help="Offer only this tool (repeatable).")
 @click.option("--functions", multiple=True, type=click.Path(exists=True, dir_okay=False),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.apply import last_preview
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 from localgpt_cli.history.prune import count_older, cutoff, parse_age, spell_age
@@ -318,3 +319,8 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
         elif old:
             return
     print_pruned(app.output, removed, age, words, before)
+
+
+# -- last-preview: the newest preview (cli/apply.py) --------------------------------------
+
+history.add_command(last_preview)

@@ -34,6 +34,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
              "Ask a model: one-shot, piped, or an interactive REPL."),
     "models": ("localgpt_cli.cli.models", "models", "List, inspect and pull Ollama models."),
     "tools": ("localgpt_cli.cli.tools", "tools", "List and inspect the tools the model can call."),
+    "apply": ("localgpt_cli.cli.apply", "apply",
+              "Apply an edit the model proposed, by its preview id."),
     "history": ("localgpt_cli.cli.history", "history",
                 "List, show, search, export and delete stored conversations."),
     "config": ("localgpt_cli.cli.config_cmd", "config",

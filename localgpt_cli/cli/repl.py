@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from localgpt_cli.cli.turn import ChatTurns
 
-HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an answer."
+HELP = ("/new starts a new conversation, /tools [GROUP,…|all|none] shows or sets the tool "
+        "groups, /exit (or Ctrl-D) quits, Ctrl-C stops an answer.")
 
 
 def run_repl(turns: ChatTurns) -> None:
@@ -38,5 +39,14 @@ def run_repl(turns: ChatTurns) -> None:
         if text in ("/help", "/?"):
             screen.note(HELP)
             continue
+        if text.split()[0] == "/tools":
+            from localgpt_cli.cli.toolbox import repl_tools
+
+            screen.note(repl_tools(turns, text[len("/tools"):].strip()))
+            continue
         outcome = turns.run(turns.request(text, conversation_id=conversation_id))
         conversation_id = outcome.conversation_id or conversation_id
+        if outcome.previews:
+            from localgpt_cli.cli.apply import offer_edits
+
+            offer_edits(screen, outcome.previews)

@@ -67,6 +67,66 @@ def tool_listing(app: App, functions: Sequence[str] = ()) -> list[tuple[Any, str
     return listing + [(tool, None) for tool in registry if tool.source != "builtin"]
 
 
+def chat_groups(
+    app: App, flag: str | None, no_tools: bool
+) -> tuple[bool, list[str] | None, str]:
+    """(tools on, allowed groups or None for all, where they were set) from --no-tools,
+    --tools GROUPS, or the `tools.groups` setting (LOCALGPT_TOOLS, [tools] groups)."""
+    if no_tools:
+        return False, None, "--no-tools"
+    value = flag if flag is not None else app.settings.values.get("tools.groups")
+    where = "--tools" if flag is not None else app.settings.named("tools.groups")
+    return (*parse_groups(value, where), where)
+
+
+def parse_groups(value: str | None, where: str) -> tuple[bool, list[str] | None]:
+    """`all` (or nothing) -> every group, `none` -> tools off, `a,b` -> those groups."""
+    from localgpt_cli.tools.base import GROUP_NAME
+
+    text = (value or "all").strip().lower()
+    if text in ("all", ""):
+        return True, None
+    if text == "none":
+        return False, None
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    bad = [g for g in names if not GROUP_NAME.match(g) or g in ("all", "none")]
+    if bad or not names:
+        raise UsageError(f"{where}: {', '.join(map(repr, bad)) or repr(value)} is not a list of "
+                         "tool groups.", hint="Use GROUP,GROUP (see `localgpt tools list`), "
+                         "`all` or `none`.")
+    return True, list(dict.fromkeys(names))
+
+
+def check_groups(groups: list[str] | None, known: list[str], where: str) -> None:
+    """Refuse a group no enabled tool belongs to: a typo must not silently mean no tools."""
+    unknown = [g for g in groups or () if g not in known]
+    if unknown:
+        raise UsageError(f"Unknown tool group(s) for {where}: {', '.join(unknown)}.",
+                         hint=f"Groups: {', '.join(known)} (see `localgpt tools list`).")
+
+
+def repl_tools(turns: Any, arg: str) -> str:
+    """`/tools` in the REPL: show the allowed groups, or set them for the next turns."""
+    toolbox = turns.toolbox
+    known = list(dict.fromkeys(t.group for t in toolbox.tools)) if toolbox else []
+    if not arg:
+        if toolbox is None or toolbox.groups == []:
+            return "Tools: none."
+        chosen = "all" if toolbox.groups is None else ", ".join(toolbox.groups)
+        return f"Tool groups: {chosen} (available: {', '.join(known)})."
+    try:
+        on, groups = parse_groups(arg, "/tools")
+        if toolbox is None and on:
+            toolbox = turns.toolbox = build_toolbox(turns.app, functions=turns.flags.functions)
+            known = list(dict.fromkeys(t.group for t in toolbox.tools))
+        check_groups(groups, known, "/tools")
+    except UsageError as exc:
+        return f"{exc} {exc.hint or ''}".strip()
+    if toolbox is not None:
+        toolbox.groups = groups if on else []
+    return "Tools: none." if not on else f"Tool groups: {arg if groups else 'all'}."
+
+
 def build_toolbox(
     app: App,
     *,
@@ -74,11 +134,14 @@ def build_toolbox(
     functions: Sequence[str] = (),
     approve: bool = False,
     search: Any = None,
+    groups: list[str] | None = None,
+    where: str = "--tools",
 ) -> Any:
-    """The Toolbox for a turn: enabled tools, semantic selection, optional approval."""
+    """The Toolbox for a turn: enabled tools, the allowed groups, selection, approval."""
     from localgpt_cli.kernel.session import Toolbox
 
     registry = build_registry(app, functions, search)
+    check_groups(groups, registry.groups(), where)
     if only:
         unknown = [n for n in only if n not in registry]
         if unknown:
@@ -96,12 +159,12 @@ def build_toolbox(
             tools, message,
             embed=lambda texts: app.embedder(model=embed_model).embed(embed_model, texts),
             embed_model=embed_model, cache_dir=cache_dir() / "tools",
-            limit=SELECTION_LIMIT, top_k=SELECTION_TOP_K,
+            limit=SELECTION_LIMIT, top_k=SELECTION_TOP_K, groups=toolbox.groups,
         )
 
-    return Toolbox(
-        tools=list(registry), select=select, approve=_terminal_approval() if approve else None
-    )
+    toolbox = Toolbox(tools=list(registry), select=select,
+                      approve=_terminal_approval() if approve else None, groups=groups)
+    return toolbox
 
 
 def _terminal_approval() -> Any:

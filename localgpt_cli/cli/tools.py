@@ -49,7 +49,10 @@ def _record(tool: Any, why: str | None) -> dict[str, Any]:
 @json_option
 @pass_app
 def list_cmd(app: App, functions: tuple[str, ...]) -> None:
-    """Name, core, source (builtin, plugin:…, file:…), description, note.
+    """Name, group, core, preview, source (builtin, plugin:…, file:…), description, note.
+
+    `chat --tools GROUP,…` offers only those groups; a core tool is offered on every turn
+    of its group; a preview tool shows the user its result instead of acting.
 
     A tool a chat would not offer now (no knowledge base, no OLLAMA_API_KEY) is listed
     with a note saying why.
@@ -63,9 +66,10 @@ def list_cmd(app: App, functions: tuple[str, ...]) -> None:
             record.pop("parameters")
             app.output.record(record)
         return
-    rows = [[t.name, "yes" if t.core else "", t.source, t.description.split(". ")[0],
-             _note(why) or ""] for t, why in listing]
-    print_table(app.output, ["NAME", "CORE", "SOURCE", "DESCRIPTION", "NOTE"], rows)
+    rows = [[t.name, t.group, "yes" if t.core else "", "yes" if t.preview else "", t.source,
+             t.description.split(". ")[0], _note(why) or ""] for t, why in listing]
+    print_table(app.output, ["NAME", "GROUP", "CORE", "PREVIEW", "SOURCE", "DESCRIPTION", "NOTE"],
+                rows)
 
 
 @tools.command("show", epilog="Example:\n\n  localgpt tools show read_file")
@@ -85,7 +89,8 @@ def show_cmd(app: App, name: str, functions: tuple[str, ...]) -> None:
     if app.output.json:
         app.output.record(record)
         return
-    rows = [["name", tool.name], ["source", tool.source], ["core", "yes" if tool.core else "no"],
+    rows = [["name", tool.name], ["source", tool.source], ["group", tool.group],
+            ["core", "yes" if tool.core else "no"], ["preview", "yes" if tool.preview else "no"],
             ["available", f"no: {why}" if why else "yes"],
             ["description", tool.description],
             ["examples", "; ".join(tool.examples) or "-"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,8 @@ class ChatFlags:
     no_save: bool
     window: int | None
     # tools
-    tools: bool
+    tools: str | None  # --tools GROUPS (None: the tools.groups setting)
+    no_tools: bool
     only_tools: tuple[str, ...]
     functions: tuple[str, ...]
     max_iterations: int
@@ -71,6 +72,7 @@ def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]
 class TurnOutcome:
     code: int
     conversation_id: str | None
+    previews: list[dict[str, Any]] = field(default_factory=list)  # shown to the user
 
 
 @dataclass
@@ -140,7 +142,7 @@ class ChatTurns:
             if app.output.json:
                 sys.stderr.write(f"localgpt: error: {turn.error}\n")
             return TurnOutcome(turn.error.exit_code, turn.conversation_id)
-        return TurnOutcome(0, turn.conversation_id)
+        return TurnOutcome(0, turn.conversation_id, turn.loop.state.previews if turn.loop else [])
 
 
 def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None]:
@@ -197,9 +199,11 @@ def _model(app: App, conversation: Conversation | None) -> str:
 def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | None]:
     """The retriever and the tools of this chat (either may be None)."""
     from localgpt_cli.cli.retrieval import knowledge_base
+    from localgpt_cli.cli.toolbox import chat_groups
 
+    tools_on, groups, where = chat_groups(app, flags.tools, flags.no_tools)
     # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
-    has_kb = (not flags.lock and (flags.rag is not False or flags.tools)
+    has_kb = (not flags.lock and (flags.rag is not False or tools_on)
               and knowledge_base(app, flags.rag))  # fmt: skip
     retriever = None
     if has_kb and flags.rag is not False:
@@ -208,12 +212,12 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
         retriever = chat_retriever(app, k=flags.k, threshold=flags.threshold,
                                    collection=app.settings.collection)
     toolbox = None
-    if flags.tools:
+    if tools_on:
         from localgpt_cli.cli.retrieval import tool_search
         from localgpt_cli.cli.toolbox import build_toolbox
 
         toolbox = build_toolbox(app, only=flags.only_tools, functions=flags.functions,
-                                approve=flags.approve,
+                                approve=flags.approve, groups=groups, where=where,
                                 search=tool_search(app) if has_kb else None)
     return retriever, toolbox
 

@@ -46,6 +46,7 @@ class LoopState:
     reason: str = "stop"
     normalizer: Normalizer | None = None
     used_tools: list[str] = field(default_factory=list)  # tools that ran, in order, once each
+    previews: list[dict[str, Any]] = field(default_factory=list)  # shown to the user, in order
 
 
 def _add(total: int | None, part: int | None) -> int | None:
@@ -186,8 +187,6 @@ class AgentLoop:
     def _run_tool(
         self, call: ToolCallRequest, messages: list[dict[str, Any]]
     ) -> Iterator[StreamPacket]:
-        from localgpt_cli.tools.base import ToolError
-
         self._call_seq += 1
         call_id = f"call_{self.state.iterations}_{self._call_seq}"
         signature = f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}"
@@ -198,28 +197,55 @@ class AgentLoop:
             "iteration": self.state.iterations,
         })
         start = time.perf_counter()
-        tool = self.enabled.get(call.name)
-        ok = False
-        if call.error is not None:
-            result = (f"Error: the call to {call.name} could not be run: {call.error}. "
-                      "Call it again with a JSON object of arguments.")
-        elif tool is None:
-            available = ", ".join(self.enabled) or "none"
-            result = f"Error: there is no tool named {call.name!r}. Available tools: {available}."
-        elif self.approve is not None and not self.approve(call.name, call.arguments):
-            result = "Error: the user declined to run this tool call."
-        else:
-            if call.name not in self.state.used_tools:
-                self.state.used_tools.append(call.name)
-            try:
-                result, ok = tool.run(call.arguments), True
-            except ToolError as exc:
-                result = f"Error: {exc}"
+        result, ok, preview = self._outcome(call)
         duration_ms = int((time.perf_counter() - start) * 1000)
-        yield self.factory.make("tool_result", {
-            "call_id": call_id, "name": call.name, "ok": ok, "result": result,
-            "duration_ms": duration_ms,
-        })
+        payload = {"call_id": call_id, "name": call.name, "ok": ok, "result": result,
+                   "duration_ms": duration_ms}
+        if preview is not None:
+            payload["preview"] = preview
+        yield self.factory.make("tool_result", payload)
         message = {"role": "tool", "tool_name": call.name, "content": result}
         messages.append(message)
-        self.on_message({**message, "tool_call_id": call_id, "ok": ok})
+        self.on_message({**message, "tool_call_id": call_id, "ok": ok, "preview": preview})
+
+    def _outcome(self, call: ToolCallRequest) -> tuple[str, bool, dict[str, Any] | None]:
+        """(result for the model, ok, the preview shown to the user or None)."""
+        from localgpt_cli.tools.base import ToolError
+
+        tool = self.enabled.get(call.name)
+        if call.error is not None:
+            return (f"Error: the call to {call.name} could not be run: {call.error}. "
+                    "Call it again with a JSON object of arguments."), False, None
+        if tool is None:
+            available = ", ".join(self.enabled) or "none"
+            return (f"Error: there is no tool named {call.name!r}. "
+                    f"Available tools: {available}."), False, None
+        # A preview acts on nothing, so there is nothing to approve.
+        if not tool.preview and self.approve is not None and not self.approve(
+            call.name, call.arguments
+        ):
+            return "Error: the user declined to run this tool call.", False, None
+        if call.name not in self.state.used_tools:
+            self.state.used_tools.append(call.name)
+        try:
+            if tool.preview:
+                return self._preview(tool, call.arguments)
+            return tool.run(call.arguments), True, None
+        except ToolError as exc:
+            return f"Error: {exc}", False, None
+
+    def _preview(
+        self, tool: Tool, arguments: dict[str, Any]
+    ) -> tuple[str, bool, dict[str, Any]]:
+        """Preview interception: the tool's Preview goes to the user, the model is told
+        only `preview_sent` and the id, and nothing is run or written."""
+        from localgpt_cli.tools.preview import check_preview, new_preview_id
+
+        preview = check_preview(tool.call(arguments)[1], tool.name)
+        preview.id = new_preview_id()
+        payload = preview.payload()
+        self.state.previews.append(payload)
+        what = {"command": "command; it was not run", "edit": "edit; the file is unchanged"}
+        return (f"preview_sent: id {preview.id}. The user was shown the proposed "
+                f"{what.get(preview.kind, preview.kind)} (localgpt apply {preview.id} applies "
+                "an edit; the user decides)."), True, payload

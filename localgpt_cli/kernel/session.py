@@ -58,6 +58,7 @@ class Toolbox:
     tools: list[Tool]
     select: Callable[[list[Tool], str], Selection] | None = None
     approve: Approve | None = None
+    groups: list[str] | None = None  # the context filter `select` applies (None: all)
 
 
 @dataclass
@@ -141,6 +142,7 @@ class Turn:
         self.loop: AgentLoop | None = None
         self.user_content = request.user_content()  # as sent, once fitted to the context
         self.cuts: list[dict[str, Any]] = []  # what was cut to fit, for `done` and history
+        self.selection: Selection | None = None  # how the offered tools were chosen
         self._user_stored = False
         self._start = time.perf_counter()
         self._gen: Generator[StreamPacket, None, None] | None = None
@@ -220,10 +222,11 @@ class Turn:
         enabled = self.toolbox.tools
         if self.toolbox.select is None:
             return enabled, enabled
-        selection = self.toolbox.select(enabled, self.user_content)
+        selection = self.selection = self.toolbox.select(enabled, self.user_content)
         if selection.warning:
             self.warn("tool_selection", selection.warning)
-        return selection.tools, enabled
+        # `--tools GROUPS`: a tool outside the allowed groups may not run either
+        return selection.tools, enabled if selection.groups is None else selection.allowed
 
     def _context(self, info: ModelInfo) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Fit the user message to the budget, store it, assemble with the history window."""
@@ -302,7 +305,8 @@ class Turn:
             self.store.add_message(
                 self.conversation_id, "tool", message["content"],
                 tool_name=message["tool_name"], tool_call_id=message["tool_call_id"],
-                metadata={"ok": message["ok"]},
+                metadata={"ok": message["ok"]} | (
+                    {"preview": message["preview"]} if message.get("preview") else {}),
             )
         else:
             self.store.add_message(
@@ -331,6 +335,8 @@ class Turn:
             ]
         if self.cuts:
             metadata["cut"] = self.cuts
+        if state and state.previews:
+            metadata["previews"] = state.previews
         if self.error is not None:
             metadata["error"] = {"code": self.error.code, "message": str(self.error)}
         normalizer = self.normalizer
@@ -368,4 +374,5 @@ class Turn:
             total_ms=timings["total_ms"],
             used_tools=state.used_tools if state else [],
             cut=self.cuts,
+            selection=self.selection.report() if self.selection else None,
         )

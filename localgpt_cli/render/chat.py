@@ -55,6 +55,7 @@ class PlainChatRenderer:
         self.last = ""
         self._thinking = False
         self.sources: list[dict[str, Any]] = []
+        self.previews: list[dict[str, Any]] = []
         self._pending: dict[str, StreamPacket] = {}
 
     def packet(self, p: StreamPacket) -> None:
@@ -77,6 +78,8 @@ class PlainChatRenderer:
             mark = "" if payload["ok"] else " (failed)"
             self._end_thinking()
             self.err.write(f"{tool_line(payload['name'], args, payload['result'])}{mark}\n")
+            if payload.get("preview"):
+                self.previews.append(payload["preview"])
         elif kind == "sources":
             self.sources = payload["results"]
         elif kind == "error":
@@ -86,6 +89,7 @@ class PlainChatRenderer:
             self._end_thinking()
             if self.last and not self.last.endswith("\n"):
                 self.out.write("\n")
+            self._write_previews()
             self.out.flush()
             if self.sources:
                 self.err.write("Sources:\n")
@@ -96,6 +100,15 @@ class PlainChatRenderer:
         if self._thinking:
             self.err.write("\n")
             self._thinking = False
+
+    def _write_previews(self) -> None:
+        """Each preview framed on stdout after the answer (a blank line between)."""
+        from localgpt_cli.render.preview import plain_block
+
+        for preview in self.previews:
+            self.out.write(("\n" if self.last else "") + plain_block(preview))
+            self.last = "\n"
+        self.previews = []
 
     def close(self) -> None:
         self.out.flush()
@@ -112,6 +125,7 @@ class PrettyChatRenderer:
         self.answer: list[str] = []
         self.live: Any = None
         self.sources: list[dict[str, Any]] = []
+        self.previews: list[dict[str, Any]] = []
         self._pending: dict[str, StreamPacket] = {}
         self._thinking = False
 
@@ -151,6 +165,8 @@ class PrettyChatRenderer:
             self.err_console.print(
                 tool_line(payload["name"], args, payload["result"]), style=style, markup=False
             )
+            if payload.get("preview"):
+                self.previews.append(payload["preview"])
         elif kind == "sources":
             self.sources = payload["results"]
         elif kind == "error":
@@ -161,6 +177,7 @@ class PrettyChatRenderer:
             self._stop_live()
             if payload["reason"] == "aborted":
                 self.err_console.print("[stopped]", style="dim", markup=False)
+            self._print_previews()
             if self.sources:
                 self.console.print("Sources", style="bold")
                 for r in self.sources:
@@ -170,6 +187,13 @@ class PrettyChatRenderer:
         if self._thinking:
             self.console.print()
             self._thinking = False
+
+    def _print_previews(self) -> None:
+        from localgpt_cli.render.preview import panel
+
+        for preview in self.previews:
+            self.console.print(panel(preview))
+        self.previews = []
 
     def _stop_live(self) -> None:
         if self.live is not None:

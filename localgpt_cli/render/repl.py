@@ -44,3 +44,12 @@ class ReplScreen:
     def note(self, text: str) -> None:
         """A short dimmed note, such as `New conversation.` or the help."""
         self.console.print(f"[dim]{text}[/dim]")
+
+    def confirm(self, question: str) -> bool:
+        """A y/N question at the prompt (anything but y or yes is no)."""
+        from rich.markup import escape
+        from rich.prompt import Prompt
+
+        answer: str = Prompt.ask(escape(f"{question} [y/N]"), console=self.console, default="",
+                                 show_default=False)
+        return answer.strip().lower() in ("y", "yes")

@@ -78,6 +78,11 @@ def _tool_lines(messages: list[Message]) -> tuple[dict[str, list[str]], set[str]
             if match is not None:
                 used.add(match.id)
             out.append(tool_line(name, arguments, None if match is None else match.content))
+            preview = match.metadata.get("preview") if match is not None else None
+            if isinstance(preview, dict):  # what the user was shown, as it was shown
+                from localgpt_cli.render.preview import plain_block
+
+                out.append(plain_block(preview).rstrip("\n"))
         lines[message.id] = out
     return lines, used
 

@@ -18,6 +18,10 @@ from localgpt_cli.errors import EXIT_INVALID, LocalGPTError
 
 # Ollama (and the OpenAI-style templates models are trained on) accept these names.
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# A group is typed on the command line (`--tools files,web`): short, lower case, no comma.
+GROUP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+RESERVED_GROUPS = ("all", "none")
+DEFAULT_GROUP = "general"
 
 
 class ToolError(LocalGPTError):
@@ -37,7 +41,10 @@ class Tool:
     `handler` receives the validated arguments as a dict and returns text (other values
     are rendered as JSON). `examples` are typical user requests: tool selection embeds
     them with the description, so they decide when the tool is offered among many.
-    `core` tools are offered on every turn whatever the selection says.
+    `core` tools are offered on every turn whatever the selection says, as long as
+    their `group` is allowed (`chat --tools files,web` keeps only those groups). A
+    `preview` tool never acts: its handler returns a `Preview` (tools/preview.py) that
+    the user is shown, and the model only learns that it was sent.
     """
 
     name: str
@@ -47,6 +54,8 @@ class Tool:
     examples: Sequence[str] = ()
     core: bool = False
     source: str = "builtin"
+    group: str = DEFAULT_GROUP
+    preview: bool = False
 
     def __post_init__(self) -> None:
         check_definition(self)
@@ -58,6 +67,12 @@ class Tool:
         and KeyboardInterrupt included, becomes a ToolError: a plugin's bug must not end
         the user's turn. Only a real Ctrl-C (or SIGTERM) does (see tools/isolation.py).
         """
+        printed, value = self.call(arguments)
+        result = as_text(value)
+        return f"{printed}\n{result}" if printed and result else printed or result
+
+    def call(self, arguments: Mapping[str, Any] | None) -> tuple[str, Any]:
+        """Validate, call the handler contained; (what it printed, what it returned)."""
         from localgpt_cli.tools.isolation import run_contained
 
         clean = validate_arguments(self, arguments)
@@ -71,8 +86,7 @@ class Tool:
             if printed:
                 message += f"\nOutput before the failure:\n{printed}"
             raise ToolError(message) from outcome.error
-        result = as_text(outcome.value)
-        return f"{printed}\n{result}" if printed and result else printed or result
+        return printed, outcome.value
 
     def _failure(self, exc: BaseException) -> str:
         """The text a ToolError carries for whatever the handler raised."""
@@ -106,7 +120,9 @@ def describe(tool: Tool) -> dict[str, Any]:
         "name": tool.name,
         "description": tool.description,
         "source": tool.source,
+        "group": tool.group,
         "core": tool.core,
+        "preview": tool.preview,
         "parameters": tool.parameters,
     }
 
@@ -140,6 +156,13 @@ def check_definition(tool: Tool) -> None:
         raise ValueError(f"tool {tool.name!r}: handler is not callable")
     if isinstance(tool.examples, str):
         raise ValueError(f"tool {tool.name!r}: examples must be a list of strings")
+    if not isinstance(tool.group, str) or not GROUP_NAME.match(tool.group) or (
+        tool.group in RESERVED_GROUPS
+    ):
+        raise ValueError(
+            f"tool {tool.name!r}: group {tool.group!r} is invalid: use 1-32 lower-case "
+            f"letters, digits, '_' or '-' (not {' or '.join(RESERVED_GROUPS)})"
+        )
 
 
 _TYPE_WORDS = {

@@ -306,4 +306,5 @@ def calculator_tool() -> Tool:
             "how many ways to choose 3 of 10",
         ),
         core=True,
+        group="math",
     )

@@ -80,4 +80,5 @@ def search_documents_tool(search: SearchFn, default_k: int = 5) -> Tool:
             "according to the report, what were the Q3 results?",
         ),
         core=True,
+        group="knowledge",
     )

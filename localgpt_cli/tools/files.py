@@ -272,6 +272,7 @@ def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
             "show me page 3 of report.pdf",
         ),
         core=True,
+        group="files",
     )
 
 
@@ -308,4 +309,5 @@ def _list_tool(sandbox: Sandbox, where: str) -> Tool:
             "which PDFs do I have in reports/?",
         ),
         core=True,
+        group="files",
     )

@@ -153,6 +153,7 @@ def _tool_from_function(fn: Any, path: Path) -> Tool:
             handler=handler,
             examples=tuple(examples),
             source=f"file:{path}",
+            group="functions",
         )
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}.") from None

@@ -21,6 +21,7 @@ from localgpt_cli.tools.calculator import calculator_tool
 from localgpt_cli.tools.documents import SearchFn, search_documents_tool
 from localgpt_cli.tools.files import DEFAULT_MAX_CHARS, file_tools
 from localgpt_cli.tools.functions import load_functions_file
+from localgpt_cli.tools.preview import preview_tools
 from localgpt_cli.tools.web import WebFetchFn, WebSearchFn, web_tools
 
 PLUGIN_GROUP = "localgpt.tools"
@@ -67,6 +68,10 @@ class Registry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def groups(self) -> list[str]:
+        """The groups of these tools, in order of first appearance."""
+        return list(dict.fromkeys(t.group for t in self._tools.values()))
 
     def only(self, names: Sequence[str]) -> Registry:
         """The registry restricted to `names` (`-T/--tool NAME`); unknown names fail."""
@@ -137,6 +142,7 @@ def builtin_listing(context: ToolContext) -> list[tuple[Tool, str | None]]:
     else:
         why = "needs OLLAMA_API_KEY (Ollama's hosted web search)"
         listing.extend((tool, why) for tool in web_tools(_refusing(why), _refusing(why)))
+    listing.extend((tool, None) for tool in preview_tools(roots, cwd))
     return listing
 
 

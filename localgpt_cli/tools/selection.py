@@ -1,11 +1,14 @@
 """Tool selection (tool-RAG): which of many enabled tools to offer on this turn.
 
 Every tool definition costs prompt tokens and small models choose worse among many, so
-beyond `limit` tools we send the core tools plus the `top_k` others whose text is
-closest to the user's message by cosine similarity. Tool vectors are cached on disk per
+a turn's tools are chosen in three steps: the context filter (only the allowed groups,
+`chat --tools files,knowledge`), then, beyond `limit` tools, the `top_k` non-core tools
+of those groups whose text is closest to the user's message by cosine similarity, then
+the allowed groups' core tools merged in. Tool vectors are cached on disk per
 embedding model and text hash, so a warm turn costs one query embedding and a
 matrix-vector product. Selection is an optimisation, never a reason to fail a turn:
-whatever goes wrong, all enabled tools are sent and a warning says why.
+whatever goes wrong, all allowed tools are sent, a warning says why, and the Selection's
+`method` and `reason` (reported in `done.selection`) say which branch was taken.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +34,36 @@ CACHE_MAGIC = b"LOCALGPT-TOOL-VECTORS 1"
 
 @dataclass
 class Selection:
-    """The tools to send, their names (for `done.used_tools`), how they were chosen.
+    """The tools to send, their names, how they were chosen and why not otherwise.
 
-    `method` is "all" (no more than `limit` enabled), "semantic" or "fallback" (all
-    tools, because selection failed: `warning` says why).
+    `method` is "semantic" (the allowed groups' core tools plus the top-K others by
+    similarity), "context_filtered" (every tool of the allowed groups: `--tools GROUPS`
+    was given and semantic selection was not needed or failed) or "all" (every enabled
+    tool, for the same reasons). `reason` says why it is not "semantic"; `warning`, when
+    set, is for stderr. `allowed` are the tools that may run this turn (the groups'
+    tools, also those not offered).
     """
 
     tools: list[Tool]
     offered_names: list[str]
     method: str
     warning: str | None = None
+    reason: str | None = None
+    allowed: list[Tool] = field(default_factory=list)
+    groups: list[str] | None = None
+
+    def report(self) -> dict[str, Any]:
+        """`done.selection`: how this turn's tools were chosen."""
+        return {"method": self.method, "reason": self.reason, "groups": self.groups,
+                "offered": self.offered_names}
+
+
+def in_groups(tools: Iterable[Tool], groups: Sequence[str] | None) -> list[Tool]:
+    """The context filter: the tools whose group is allowed (None allows every group)."""
+    if groups is None:
+        return list(tools)
+    wanted = set(groups)
+    return [t for t in tools if t.group in wanted]
 
 
 def text_hash(text: str) -> str:
@@ -164,13 +187,21 @@ def _unit_rows(vectors: list[list[float]]) -> Any:
     return matrix / norms
 
 
-def _fallback(tools: Sequence[Tool], why: str) -> Selection:
-    return Selection(
-        list(tools),
-        [t.name for t in tools],
-        "fallback",
-        f"Tool selection failed ({why}); offering all {len(tools)} enabled tools.",
-    )
+def _unselected(
+    tools: list[Tool], groups: Sequence[str] | None, reason: str, warning: str | None = None
+) -> Selection:
+    """Every allowed tool: the degradation when semantic selection is unneeded or failed."""
+    method = "all" if groups is None else "context_filtered"
+    return Selection(list(tools), [t.name for t in tools], method, warning, reason,
+                     list(tools), None if groups is None else list(groups))
+
+
+def _failed(
+    tools: list[Tool], groups: Sequence[str] | None, reason: str, detail: str
+) -> Selection:
+    warning = (f"Tool selection failed ({reason}: {detail}); offering all {len(tools)} "
+               f"{'allowed' if groups is not None else 'enabled'} tools.")
+    return _unselected(tools, groups, f"{reason}: {detail}", warning)
 
 
 def select_tools(
@@ -182,52 +213,76 @@ def select_tools(
     cache_dir: Path,
     limit: int = DEFAULT_LIMIT,
     top_k: int = DEFAULT_TOP_K,
+    groups: Sequence[str] | None = None,
 ) -> Selection:
-    """Choose the tools for one turn: all of them, core + semantic top-K, or fallback.
+    """Choose the tools for one turn: context filter -> top-K within the allowed groups
+    -> merge the groups' core tools. Whatever fails degrades to every allowed tool.
 
     `embed` embeds a list of texts (the caller batches it); it is called once for the
     user message and, on a cold cache, once with every tool text missing from the cache.
     """
-    tools = list(registry_tools)
+    tools = in_groups(registry_tools, groups)
     if len(tools) <= limit:
-        return Selection(tools, [t.name for t in tools], "all")
+        return _unselected(tools, groups, f"{len(tools)} tools, within the limit of {limit}")
     if embed is None:
-        return _fallback(tools, "no embedding model available")
-    import numpy as np
-
+        return _failed(tools, groups, "no embedder", "no embedding model available")
     core = [t for t in tools if t.core]
     others = [t for t in tools if not t.core]
     if not others:
-        return Selection(tools, [t.name for t in tools], "all")
-    cache = ToolVectorCache(cache_file(Path(cache_dir), embed_model), embed_model)
+        return _unselected(tools, groups, "only core tools")
+    try:
+        scores, notes = _scores(others, user_message, embed, embed_model, Path(cache_dir))
+    except _StageError as exc:
+        return _failed(tools, groups, exc.stage, exc.detail)
+    import numpy as np
+
+    best = np.argsort(-scores, kind="stable")[:top_k]
+    chosen = core + [others[int(i)] for i in best]
+    warning = "; ".join(notes) if notes else None
+    return Selection(chosen, [t.name for t in chosen], "semantic", warning, None, tools,
+                     None if groups is None else list(groups))
+
+
+class _StageError(Exception):
+    """Which stage of semantic selection failed: "index build failed" or "search error"."""
+
+    def __init__(self, stage: str, detail: str) -> None:
+        super().__init__(f"{stage}: {detail}")
+        self.stage, self.detail = stage, detail
+
+
+def _scores(
+    others: list[Tool], message: str, embed: EmbedFn, embed_model: str, cache_dir: Path
+) -> tuple[Any, list[str]]:
+    """Similarity of each tool to `message`, and notes for the warning. The index is the
+    cached tool vectors (built on a cold cache); the search is the query embedding."""
+    cache = ToolVectorCache(cache_file(cache_dir, embed_model), embed_model)
     try:
         cache.load()
     except CacheUnreadable as exc:
-        return _fallback(tools, f"tool vector cache unreadable: {exc}")
+        raise _StageError("index build failed", f"tool vector cache unreadable: {exc}") from None
     notes = [cache.rebuilt_reason] if cache.rebuilt_reason else []
     try:
-        query = _unit_rows(embed([user_message]))
+        query = _unit_rows(embed([message]))
         if len(query) != 1:
             raise ValueError(f"{len(query)} vectors for 1 query")
-        dim = query.shape[1]
-        if cache.vectors is not None and cache.vectors.shape[1] != dim:
-            notes = [cache.discard(f"held {cache.vectors.shape[1]}-dimensional vectors, not {dim}")]
-        hashes = [text_hash(t.selection_text()) for t in others]
-        rows, missing = cache.lookup(hashes, dim)
-        if missing:
+    except Exception as exc:
+        raise _StageError("search error", f"{type(exc).__name__}: {exc}") from None
+    dim = query.shape[1]
+    if cache.vectors is not None and cache.vectors.shape[1] != dim:
+        notes = [cache.discard(f"held {cache.vectors.shape[1]}-dimensional vectors, not {dim}")]
+    hashes = [text_hash(t.selection_text()) for t in others]
+    rows, missing = cache.lookup(hashes, dim)
+    if missing:
+        try:
             new = _unit_rows(embed([others[i].selection_text() for i in missing]))
             if new.shape != (len(missing), dim):
                 raise ValueError(f"got vectors of shape {new.shape} for {len(missing)} texts")
-            rows[missing] = new
-        scores = rows @ query[0]
-    except Exception as exc:
-        return _fallback(tools, f"{type(exc).__name__}: {exc}")
-    if missing:
+        except Exception as exc:
+            raise _StageError("index build failed", f"{type(exc).__name__}: {exc}") from None
+        rows[missing] = new
         try:
             cache.add_and_save([hashes[i] for i in missing], new)
         except OSError as exc:
             notes.append(f"could not save the tool vector cache {cache.path}: {exc}")
-    best = np.argsort(-scores, kind="stable")[:top_k]
-    chosen = core + [others[int(i)] for i in best]
-    warning = "; ".join(notes) if notes else None
-    return Selection(chosen, [t.name for t in chosen], "semantic", warning)
+    return rows @ query[0], notes

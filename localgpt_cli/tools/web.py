@@ -93,6 +93,7 @@ def _search_tool(search: WebSearchFn) -> Tool:
             "additionalProperties": False,
         },
         handler=run_search,
+        group="web",
         examples=(
             "what is the latest Python release?",
             "search the web for today's weather in Paris",
@@ -123,6 +124,7 @@ def _fetch_tool(fetch: WebFetchFn) -> Tool:
             "additionalProperties": False,
         },
         handler=run_fetch,
+        group="web",
         examples=(
             "open https://ollama.com/blog and summarise it",
             "what does this page say: https://example.com/docs",

@@ -7,6 +7,9 @@ The embedding model is stood in for by the stand-in's deterministic hashed bag o
 batches requests to /api/embed, so the figures count requests, not model time. "Warm"
 is what every turn after the first costs: read the vector cache file, embed the user
 message (one request), hash the tool texts, score and pick. "Cold" embeds all tool texts.
+"Groups" spreads the tools over 5 groups and allows 2 (`chat --tools g0,g1`): the
+context filter runs first, then the same top-K within the ~80 allowed tools; its warm
+runs alternate with the ungrouped ones (round robin), so the two medians compare.
 """
 
 from __future__ import annotations
@@ -126,6 +129,14 @@ def generated_tools(n: int, core: int = 4, seed: int = 7) -> list[Tool]:
     return tools
 
 
+def in_groups(tools: list[Tool], groups: int = 5) -> list[Tool]:
+    """The tools spread round-robin over `groups` groups g0…; the converter is in g0."""
+    import dataclasses
+
+    return [dataclasses.replace(t, group="g0" if t.name == "convert_currency" else f"g{i % groups}")
+            for i, t in enumerate(tools)]
+
+
 def _numpy_import_ms() -> float:
     """A fresh process's cost of `import numpy` (paid once per CLI run that selects)."""
     code = "import time; t = time.perf_counter(); import numpy; print(time.perf_counter() - t)"
@@ -159,13 +170,23 @@ def main(argv: list[str] | None = None) -> None:
         assert first.method == "semantic" and "convert_currency" in first.offered_names
         non_core = sum(not t.core for t in tools)
 
-        warm = CountingEmbed(args.dim, args.batch)
-        samples = []
+        grouped, allowed = in_groups(tools), ["g0", "g1"]
+        warm, warm_grouped = CountingEmbed(args.dim, args.batch), CountingEmbed(args.dim)
+        select_tools(grouped, query, embed=warm_grouped, embed_model="bench", cache_dir=cache,
+                     groups=allowed)  # same texts: the cache is already warm for them
+        samples, grouped_samples = [], []
         for _ in range(args.runs):
             start = time.perf_counter()
             chosen = select_tools(tools, query, embed=warm, embed_model="bench", cache_dir=cache)
             samples.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            in_two = select_tools(grouped, query, embed=warm_grouped, embed_model="bench",
+                                  cache_dir=cache, groups=allowed)
+            grouped_samples.append((time.perf_counter() - start) * 1000)
         assert chosen.offered_names == first.offered_names
+        assert in_two.method == "semantic" and "convert_currency" in in_two.offered_names
+        assert {t.group for t in in_two.tools} <= set(allowed)
+        assert warm_grouped.requests == 1 + args.runs  # the query only: no tool text embedded
         cache_bytes = sum(f.stat().st_size for f in cache.iterdir())
 
     samples.sort()
@@ -185,6 +206,11 @@ def main(argv: list[str] | None = None) -> None:
         ("warm: requests per turn", f"{warm.requests / args.runs:g} (the query)"),
         ("warm: median selection time", f"{statistics.median(samples):.2f} ms (target <= 10)"),
         ("warm: p95 selection time", f"{p95:.2f} ms"),
+        ("groups: allowed / offered", f"{len(in_two.allowed)} of {len(grouped)} in "
+         f"{', '.join(allowed)} / {len(in_two.tools)}"),
+        ("groups: warm median selection time",
+         f"{statistics.median(grouped_samples):.2f} ms (ratio to ungrouped "
+         f"{statistics.median(grouped_samples) / statistics.median(samples):.2f}x)"),
         ("vector cache file", f"{cache_bytes / 1024:.0f} KiB"),
         ("import numpy, fresh process", f"{_numpy_import_ms():.0f} ms (once per run)"),
     ]
