@@ -71,6 +71,7 @@ class PacketFactory:
         total_ms: int | None = None,
         used_tools: list[str] | None = None,
         cut: list[dict[str, Any]] | None = None,
+        grounded: bool | None = None,
     ) -> StreamPacket:
         payload: dict[str, Any] = {
             "reason": reason,
@@ -85,4 +86,6 @@ class PacketFactory:
         }
         if cut:  # what was cut to fit the context: only when something was
             payload["cut"] = cut
+        if grounded is not None:  # only when the knowledge base was searched
+            payload["grounded"] = grounded
         return self.make("done", payload)
