@@ -169,6 +169,8 @@ def payload(state: PipelineState, mode: str, condense: bool = True) -> dict[str,
         entry = brief(d)
         entry.update(score=d.get("score"), stage=d.get("stage", "threshold"),
                      reason=d.get("reason", "below_threshold"))  # fmt: skip
+        if d.get("verdict"):
+            entry["verdict"] = d["verdict"]
         dropped.append(entry)
     return {
         "query": state.query,
