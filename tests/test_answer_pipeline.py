@@ -222,6 +222,16 @@ def test_model_gate_keeping_nothing_means_no_sources_and_grounded_false(standin,
                for c in system)
 
 
+def test_an_empty_verdict_list_falls_back_to_what_the_score_gate_kept(standin, corpus):
+    standin.script_format(
+        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
+        Reply(content=json.dumps({"verdicts": []})),
+    )
+    sources, done, _ = ask("--gate", "model", QUESTION)
+    assert stage(sources, "gate_model")["reason"] == "schema"
+    assert len(sources["kept"]) == 2 and done["grounded"] is True
+
+
 def test_model_gate_theta_keeps_partial_support(standin, corpus):
     standin.script_format(
         Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localgpt_cli.kernel.answer import schema as schemas
-from localgpt_cli.kernel.answer.prompt import NO_SOURCE_NOTE, pinned_blocks
+from localgpt_cli.kernel.answer.prompt import NO_SOURCE_NOTE, fit_passages, pinned_blocks
 from localgpt_cli.kernel.answer.shaper import fallback_query, leans_on_context
 from localgpt_cli.kernel.answer.stage import ModelCaller, PipelineState, StageFallback
+from localgpt_cli.kernel.grounding import ContextFile
 from localgpt_cli.llm.ollama import OllamaClient
 from tests.standin import Reply
 from tests.standin_format import instance
@@ -92,6 +93,23 @@ def test_the_prompt_builder_keeps_the_authority_order():
     state.kept = []
     (note,) = pinned_blocks(None, [" "], None, state)
     assert note["content"] == NO_SOURCE_NOTE.format(query="q")
+
+
+def test_passages_beyond_the_budget_and_copies_of_attached_files_are_dropped(tmp_path):
+    attached = tmp_path / "vpn.md"
+    attached.write_text("install wireguard")
+    kept = [{"id": f"P{i}", "rank": i, "path": str(tmp_path / f"doc{i}.md"), "chunk": 0,
+             "text": "word " * 300} for i in range(1, 5)]
+    kept.insert(1, {"id": "P9", "rank": 2, "path": str(attached), "chunk": 0, "text": "x"})
+    state = PipelineState(question="q", query="q", kept=kept)
+    fit_passages(state, [ContextFile(str(attached), "install wireguard")], budget=1000)
+    assert [p["id"] for p in state.kept] == ["P1"]  # 400 tokens of room: one passage
+    assert [(d["id"], d["stage"], d["reason"]) for d in state.dropped] == [
+        ("P9", "prompt", "duplicate_of_file"), ("P2", "prompt", "budget"),
+        ("P3", "prompt", "budget"), ("P4", "prompt", "budget")]
+    big = PipelineState(question="q", query="q", kept=[dict(kept[0], text="word " * 900)])
+    fit_passages(big, [], budget=1000)
+    assert len(big.kept) == 1  # the best passage is never dropped for the budget
 
 
 # --- the stand-in's `format` and the structured call through the real client ---------------

@@ -64,6 +64,8 @@ def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     timeout = float(values["rag.stage_timeout"])
     if not timeout > 0:
         raise UsageError(f"rag.stage_timeout must be above 0 seconds, got {timeout}.")
-    theta = getattr(flags, "theta", None)  # the score gate's --theta, when chat has it
+    # The gate's strictness: --theta or rag.theta, once chat and the settings have them.
+    theta = getattr(flags, "theta", None)
+    theta = values.get("rag.theta") if theta is None else theta
     return AnswerOptions(pipeline=pipeline, reranker=flags.reranker, gate=flags.gate,
                          condense=condense, theta=theta, stage_timeout=timeout)
