@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
+from localgpt_cli.kernel.answer.ground import ground, previous_turns
+from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
+from localgpt_cli.kernel.answer.prompt import fit_passages, pinned_blocks
 from localgpt_cli.kernel.context import (
     DEFAULT_WINDOW,
     MESSAGE_OVERHEAD,
@@ -38,7 +41,6 @@ from localgpt_cli.llm.provider import ModelInfo, Provider
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Message
-    from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.answer.stage import PipelineState
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
@@ -205,14 +207,11 @@ class Turn:
         returns the stages that raised, for `error` packets."""
         if self.retriever is None:
             return []
-        from localgpt_cli.kernel.answer.ground import ground, previous_turns
-        from localgpt_cli.kernel.answer.pipeline import AnswerOptions
-
         request = self.request
         question = request.prompt or (request.stdin_text or "")
         previous = previous_turns(self.store, self.conversation_id)
         try:
-            self.grounding, _ = ground(self.client, request.model, info, self.retriever,
+            self.grounding = ground(self.client, request.model, info, self.retriever,
                                        question, previous, request.answer or AnswerOptions(),
                                        self.warn)  # fmt: skip
         except LocalGPTError as exc:
@@ -221,8 +220,6 @@ class Turn:
         return self.grounding.failures
 
     def _sources(self) -> dict[str, Any]:
-        from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
-
         assert self.grounding is not None
         options = self.request.answer or AnswerOptions()
         mode = "fast" if options.pipeline == "fast" else "full"
@@ -247,8 +244,6 @@ class Turn:
         context_length = options.get("num_ctx") or info.context_length or SERVER_DEFAULT_CTX
         budget = prompt_budget(context_length, options)
         attached = files_block(request.files, budget, self.warn, self.cuts)
-        from localgpt_cli.kernel.answer.prompt import fit_passages, pinned_blocks
-
         if self.grounding is not None:
             fit_passages(self.grounding, request.files, budget)
         pinned = pinned_blocks(request.system, request.memory, attached, self.grounding)

@@ -34,7 +34,7 @@ def ground(
     previous: list[str],
     options: AnswerOptions,
     warn: Callable[[str, str], None],
-) -> tuple[PipelineState, ModelCaller | None]:
+) -> PipelineState:
     """Run the pipeline; its stage requests go to the turn's own model, with
     thinking off. Fallbacks are warned about; they are also in the `sources` packet."""
     caller = None
@@ -49,4 +49,4 @@ def ground(
         if report["status"] == "fallback" and report["reason"] != "budget":
             warn("stage_fallback", f"the {report['stage']} stage fell back "
                                    f"({report['reason']}); the answer goes on without it.")
-    return state, caller
+    return state
