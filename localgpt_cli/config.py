@@ -45,6 +45,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
     Spec("tools.groups", "LOCALGPT_TOOLS", None, str,
          "tool groups a chat may use: GROUP,GROUP | all | none ([tools] groups)"),
+    # [rag] in config.toml: how chat grounds its answers (kernel/answer/)
+    Spec("rag.pipeline", None, "full", str, "chat's answer pipeline: full or fast"),
+    Spec("rag.condense", None, True, bool, "condense the kept passages into S_ctx"),
+    Spec("rag.stage_timeout", None, 60.0, float, "seconds a pipeline stage waits for the model"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
@@ -151,13 +155,17 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
-    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers", "tools"})
+    data = _tools_table(data, path)
+    tables = {k.split(".")[0] for k in SPEC_BY_KEY if "." in k} - {"tools"}  # [rag]
+    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"} - tables)
+    unknown += sorted(f"{t}.{k}" for t in tables if isinstance(data.get(t), dict)
+                      for k in data[t] if f"{t}.{k}" not in SPEC_BY_KEY)  # fmt: skip
     if unknown:
         raise InvalidInput(
             f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
             hint=f"Known settings: {', '.join(SPEC_BY_KEY)}.",
         )
-    return _tools_table(data, path)
+    return data
 
 
 def _tools_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -183,7 +191,9 @@ def _coerce(spec: Spec, value: Any, where: str) -> Any:
     if value is None:
         return None
     try:
-        if spec.kind is int and isinstance(value, bool):
+        if (spec.kind is int and isinstance(value, bool)) or (
+            spec.kind is bool and not isinstance(value, bool)
+        ):
             raise ValueError
         return spec.kind(value)
     except (TypeError, ValueError):
@@ -322,6 +332,19 @@ class Settings:
         )
 
 
+def _in_file(from_file: dict[str, Any], key: str) -> tuple[Any, ...]:
+    """(value,) when config.toml sets `key` (`rag.theta` is `theta` in its `[rag]` table;
+    `tools.groups` arrives flattened by `_tools_table`)."""
+    if key in from_file:
+        return (from_file[key],)
+    node: Any = from_file
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return ()
+        node = node[part]
+    return (node,)
+
+
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:
     """Resolve every setting: flags > environment > config file > defaults."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
@@ -333,8 +356,8 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
             value, source = flags[spec.key], "flag"
         elif spec.env and os.environ.get(spec.env):
             value, source = os.environ[spec.env], f"env {spec.env}"
-        elif spec.key in from_file:
-            value, source = from_file[spec.key], f"file {path}"
+        elif found := _in_file(from_file, spec.key):
+            value, source = found[0], f"file {path}"
         else:
             value, source = spec.default, "default"
         settings.values[spec.key] = _coerce(spec, value, source)

@@ -35,6 +35,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.standin_format import INVALID_FORMAT, structured_content, valid_format
+
 VERSION = "0.12.10"
 RUNTIME_ERROR = "an error was encountered while running the model"
 BUSY_ERROR = "server busy, please try again.  maximum pending requests exceeded"
@@ -298,6 +300,9 @@ class StandIn:
         self._models: dict[str, ModelSpec] = {}
         self._defaults_in_place = True
         self._queues: dict[str | None, deque[Reply]] = {}
+        self._format_queue: deque[Reply] = deque()
+        self.format_mode = "valid"  # how unscripted format requests are answered
+        self.format_delay = 5.0  # seconds format_mode "timeout" waits before answering
         self._embedders: dict[str, Embedder] = {}
         self._embed_failures: deque[int] = deque()
         self._loaded: dict[str, tuple[datetime, int]] = {}
@@ -379,11 +384,23 @@ class StandIn:
         with self._lock:
             self._queues.setdefault(key, deque()).extend(replies)
 
+    def script_format(self, *replies: Reply) -> None:
+        """Queue replies for the next requests that set `format` (FIFO), apart from the
+        answers `script` queues: a turn's stage calls and its answer interleave."""
+        for reply in replies:
+            _check_reply(reply)
+        with self._lock:
+            self._format_queue.extend(replies)
+
+    def format_requests(self) -> list[dict]:
+        """Bodies of /api/chat requests that set `format` (the pipeline's stage calls)."""
+        return [b for b in self.chat_requests() if isinstance(b, dict) and b.get("format")]
+
     @property
     def pending_replies(self) -> int:
         """Scripted replies not yet consumed: a test can assert its script was used up."""
         with self._lock:
-            return sum(len(q) for q in self._queues.values())
+            return sum(len(q) for q in self._queues.values()) + len(self._format_queue)
 
     def chat_requests(self) -> list[dict]:
         """Bodies of /api/chat requests, in arrival order."""
@@ -467,6 +484,16 @@ class StandIn:
                 if queue:
                     return queue.popleft()
         return None
+
+    def _format_reply(self, body: dict) -> Reply:
+        """A structured-output request: the next `script_format` reply, else the
+        deterministic answer of the current `format_mode` (tests/standin_format.py)."""
+        with self._lock:
+            if self._format_queue:
+                return self._format_queue.popleft()
+            mode = self.format_mode
+        content = structured_content(body, "valid" if mode == "timeout" else mode)
+        return Reply(content=[content], delay=self.format_delay if mode == "timeout" else 0.0)
 
     def _default_reply(self, raw_model: str) -> Reply:
         if self._tokens is not None:
@@ -875,7 +902,14 @@ class _Handler(BaseHTTPRequestHandler):
         if think and not thinks:
             self._send_error(400, f'"{raw}" does not support thinking')
             return
-        reply = standin._next_reply(spec.name) or standin._default_reply(raw)
+        fmt = body.get("format")
+        if fmt not in (None, ""):
+            if not valid_format(fmt):
+                self._send_error(400, INVALID_FORMAT)
+                return
+            reply = standin._format_reply(body)
+        else:
+            reply = standin._next_reply(spec.name) or standin._default_reply(raw)
         if reply.http_status is not None:
             message = reply.http_error or (
                 BUSY_ERROR if reply.http_status == 503 else HTTPStatus(reply.http_status).phrase

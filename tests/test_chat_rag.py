@@ -31,7 +31,7 @@ def ingest_pdf(tmp_path):
 def test_a_fact_only_in_a_pdf_reaches_the_context_with_its_page(standin, tmp_path):
     ingest_pdf(tmp_path)
     standin.script(Reply(content="About 4.7 kg/s [Source: report.pdf, chunk 1]."))
-    r = invoke("chat", "--json", "what is the turbine blade coolant flow rate?")
+    r = invoke("chat", "--json", "--no-condense", "what is the turbine blade coolant flow rate?")
     assert r.exit_code == 0, r.stderr
     packets = r.records()
     validate_packets(packets)

@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from localgpt_cli.cli.answer import answer_flags
 from localgpt_cli.cli.app import App, Finite, json_option, pass_app
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
@@ -29,6 +30,7 @@ Examples:
   localgpt chat --functions mytools.py "what's the weather in Oslo?"
   localgpt chat "how do I reset the VPN?"   # retrieves from ingested documents
   localgpt chat -f report.pdf --lock "summarise the findings"
+  localgpt chat --explain --gate model "how do I reset the VPN?"
   localgpt chat            # interactive: /new starts over, /exit quits
 """
 
@@ -81,6 +83,7 @@ Examples:
 @click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               metavar="PATH", help="Put a whole file into the context (repeatable).")
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
+@answer_flags
 @json_option
 @pass_app
 @pass_flags

@@ -20,6 +20,7 @@ from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageE
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Conversation
+    from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.session import Toolbox, TurnRequest
 
@@ -56,6 +57,12 @@ class ChatFlags:
     collection: str | None
     files: tuple[str, ...]
     lock: bool
+    # the answer pipeline (cli/answer.py)
+    pipeline: str | None
+    reranker: str
+    gate: str
+    condense: bool | None
+    explain: bool
 
 
 def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
@@ -90,6 +97,7 @@ class ChatTurns:
     store: Store | None = None
     retriever: Retriever | None = None
     toolbox: Toolbox | None = None
+    answer: AnswerOptions | None = None
 
     def request(
         self, prompt: str, stdin_text: str | None = None, conversation_id: str | None = None
@@ -113,6 +121,7 @@ class ChatTurns:
             window=self.window,
             max_iterations=flags.max_iterations,
             files=self.files,
+            answer=self.answer,
         )
 
     def run(self, request: TurnRequest) -> TurnOutcome:
@@ -123,7 +132,7 @@ class ChatTurns:
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
                     toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
-        renderer = chat_renderer(app.output, self.flags.hide_thinking)
+        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain)
         try:
             for packet in turn:
                 renderer.packet(packet)
@@ -150,6 +159,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     in (None: the REPL asks). Whatever can be refused is refused here, before a model is
     called: contradicting flags, unreadable files, binary stdin, no conversation to
     continue."""
+    from localgpt_cli.cli.answer import answer_options
     from localgpt_cli.llm.options import parse_options
 
     if flags.continue_ and flags.cid:
@@ -173,6 +183,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         window=settings.window, options=options, files=files,
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
+    turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if text or piped else None
     return turns, question

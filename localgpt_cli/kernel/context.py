@@ -1,7 +1,8 @@
 """Prompt assembly: the fixed authority order, the history window and the token budget.
 
-The authority order: system prompt -> files named with --file -> retrieved excerpts ->
-history window -> the current user message. The first three and the last are pinned;
+The authority order: system prompt -> project memory -> files named with --file -> S_ctx
+or the retrieved excerpts (those four built by kernel/answer/prompt.py) -> history window
+-> the current user message. The first three and the last are pinned;
 only history is trimmed, oldest first, so a long conversation never pushes out the
 instructions or the question.
 

@@ -51,9 +51,10 @@ class Retrieved:
 Retriever = Callable[[str], Retrieved]
 
 
-def sources_block(retrieved: Retrieved) -> str:
+def sources_block(results: Sequence[dict[str, Any]]) -> str:
+    """The kept passages verbatim, each under the label the model cites it by."""
     parts = ["Excerpts from the user's documents:"]
-    for result in retrieved.results:
+    for result in results:
         label = citation(result["path"], result["chunk"], result.get("page"))
         parts.append(f"{label}\n{result['text'].strip()}")
     parts.append(CITE_INSTRUCTION)

@@ -72,6 +72,7 @@ class PacketFactory:
         used_tools: list[str] | None = None,
         cut: list[dict[str, Any]] | None = None,
         selection: dict[str, Any] | None = None,
+        grounded: bool | None = None,
     ) -> StreamPacket:
         payload: dict[str, Any] = {
             "reason": reason,
@@ -88,4 +89,6 @@ class PacketFactory:
             payload["cut"] = cut
         if selection is not None:  # how the offered tools were chosen: only with tools
             payload["selection"] = selection
+        if grounded is not None:  # only when the knowledge base was searched
+            payload["grounded"] = grounded
         return self.make("done", payload)

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
+from localgpt_cli.kernel.answer.ground import ground, previous_turns
+from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
+from localgpt_cli.kernel.answer.prompt import fit_passages, pinned_blocks
 from localgpt_cli.kernel.context import (
     DEFAULT_WINDOW,
     MESSAGE_OVERHEAD,
@@ -27,13 +30,7 @@ from localgpt_cli.kernel.context import (
     needed_num_ctx,
     prompt_budget,
 )
-from localgpt_cli.kernel.grounding import (
-    ContextFile,
-    Retrieved,
-    Retriever,
-    files_block,
-    sources_block,
-)
+from localgpt_cli.kernel.grounding import ContextFile, Retriever, files_block
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
@@ -44,6 +41,7 @@ from localgpt_cli.llm.provider import ModelInfo, Provider
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Message
+    from localgpt_cli.kernel.answer.stage import PipelineState
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
 
@@ -78,6 +76,8 @@ class TurnRequest:
     window: int = DEFAULT_WINDOW
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
+    memory: list[str] = field(default_factory=list)  # project memory, after the system rules
+    answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
 
     def user_content(self, piped: str | None = None) -> str:
         """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of
@@ -132,7 +132,7 @@ class Turn:
         self.store = store
         self.toolbox = toolbox
         self.retriever = retriever
-        self.retrieved: Retrieved | None = None
+        self.grounding: PipelineState | None = None
         self.factory = factory or PacketFactory()
         self.warn = warn or (lambda code, message: None)
         self.error: LocalGPTError | None = None
@@ -179,10 +179,12 @@ class Turn:
                 info, think=request.think, want_tools=bool(self.toolbox and self.toolbox.tools),
                 warn=self.warn,
             )
-            self._retrieve()
+            failures = self._retrieve(info)
             messages, options = self._context(info)
-            if self.retrieved is not None:
-                yield self.factory.make("sources", self.retrieved.payload())
+            if self.grounding is not None:
+                yield self.factory.make("sources", self._sources())
+            for failure in failures:  # a stage's bug: shown, and the answer goes on
+                yield self.factory.error("stage_error", failure, False)
             offered, enabled = self._tools(plan.use_tools)
             self.loop = AgentLoop(
                 self.client, request.model, self.factory, tools=offered, enabled=enabled,
@@ -202,18 +204,28 @@ class Turn:
             yield self.factory.error(exc.code, str(exc), exc.retryable)
             yield self._done("error")
 
-    def _retrieve(self) -> None:
-        """Search the knowledge base for the user message; a failure costs only the sources."""
+    def _retrieve(self, info: ModelInfo) -> list[str]:
+        """Ground the question (kernel/answer/): a retrieval failure costs only the sources;
+        returns the stages that raised, for `error` packets."""
         if self.retriever is None:
-            return
-        query = self.request.prompt or (self.request.stdin_text or "")
+            return []
+        request = self.request
+        question = request.prompt or (request.stdin_text or "")
+        previous = previous_turns(self.store, self.conversation_id)
         try:
-            self.retrieved = self.retriever(query)
+            self.grounding = ground(self.client, request.model, info, self.retriever,
+                                       question, previous, request.answer or AnswerOptions(),
+                                       self.warn)  # fmt: skip
         except LocalGPTError as exc:
             self.warn(exc.code, f"retrieval failed, answering without sources: {exc}")
-            return
-        for warning in self.retrieved.warnings:
-            self.warn("retrieval", warning)
+            return []
+        return self.grounding.failures
+
+    def _sources(self) -> dict[str, Any]:
+        assert self.grounding is not None
+        options = self.request.answer or AnswerOptions()
+        mode = "fast" if options.pipeline == "fast" else "full"
+        return payload(self.grounding, mode, options.condense)
 
     def _tools(self, use_tools: bool) -> tuple[list[Tool], list[Tool]]:
         """(offered, enabled): the selection among many tools, or all of them."""
@@ -233,13 +245,11 @@ class Turn:
         request = self.request
         options = dict(request.options)
         context_length = options.get("num_ctx") or info.context_length or SERVER_DEFAULT_CTX
-        pinned = [{"role": "system", "content": request.system}] if request.system else []
         budget = prompt_budget(context_length, options)
         attached = files_block(request.files, budget, self.warn, self.cuts)
-        if attached:
-            pinned.append({"role": "system", "content": attached})
-        if self.retrieved is not None and self.retrieved.results:
-            pinned.append({"role": "system", "content": sources_block(self.retrieved)})
+        if self.grounding is not None:
+            fit_passages(self.grounding, request.files, budget)
+        pinned = pinned_blocks(request.system, request.memory, attached, self.grounding)
         pinned_tokens = sum(message_tokens(m) for m in pinned)
         self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
         history: list[dict[str, Any]] = []
@@ -328,10 +338,10 @@ class Turn:
             "timings": timings,
             "used_tools": state.used_tools if state else [],
         }
-        if self.retrieved is not None:
+        if self.grounding is not None:
             metadata["sources"] = [
                 {k: r.get(k) for k in ("rank", "score", "document_id", "path", "chunk", "page")}
-                for r in self.retrieved.results
+                for r in self.grounding.kept
             ]
         if self.cuts:
             metadata["cut"] = self.cuts
@@ -375,4 +385,5 @@ class Turn:
             used_tools=state.used_tools if state else [],
             cut=self.cuts,
             selection=self.selection.report() if self.selection else None,
+            grounded=None if self.grounding is None else bool(self.grounding.kept),
         )

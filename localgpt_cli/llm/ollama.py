@@ -137,6 +137,7 @@ class OllamaClient:
         options: dict[str, Any] | None,
         keep_alive: str | float | None,
         stream: bool,
+        format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Any:
         return self.client.chat(
             model=model,
@@ -146,6 +147,7 @@ class OllamaClient:
             options=options or None,
             keep_alive=keep_alive,
             stream=stream,
+            format=format,
         )
 
     def chat_stream(
@@ -173,10 +175,12 @@ class OllamaClient:
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
         keep_alive: str | float | None = None,
+        format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Any:
-        """One whole ChatResponse (stream: false)."""
+        """One whole ChatResponse (stream: false); `format` asks for structured output."""
         with self._errors(model):
-            return self._chat_request(model, messages, tools, think, options, keep_alive, False)
+            return self._chat_request(model, messages, tools, think, options, keep_alive,
+                                      False, format)  # fmt: skip
 
     # -- models ----------------------------------------------------------------
 

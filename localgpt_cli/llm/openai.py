@@ -318,8 +318,14 @@ class OpenAIProvider:
         tools: Sequence[dict[str, Any]] | None = None,
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
+        format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Chunk:
         body = self._body(model, messages, tools, options, False)
+        if isinstance(format, dict):  # OpenAI's structured outputs
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "answer", "schema": format}}
+        elif format == "json":
+            body["response_format"] = {"type": "json_object"}
         with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
             reply = r.json()
         state = _Assembly()

@@ -153,8 +153,10 @@ class Provider(Protocol):
         tools: Sequence[dict[str, Any]] | None = None,
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
+        format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> ChatChunk:
-        """The whole answer as one chunk (no streaming)."""
+        """The whole answer as one chunk (no streaming). `format`: "json" or a JSON Schema
+        the answer's content must meet (structured output)."""
         ...
 
     def show(self, model: str) -> ModelInfo:

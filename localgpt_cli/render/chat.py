@@ -48,8 +48,10 @@ class JSONChatRenderer:
 class PlainChatRenderer:
     """Answer text to stdout as it streams; thinking, tools and sources to stderr."""
 
-    def __init__(self, output: Output, hide_thinking: bool = False) -> None:
+    def __init__(self, output: Output, hide_thinking: bool = False,
+                 explain: bool = False) -> None:  # fmt: skip
         self.out = output.stdout
+        self.explain = explain
         self.err = output.stderr
         self.hide_thinking = hide_thinking
         self.last = ""
@@ -82,6 +84,10 @@ class PlainChatRenderer:
                 self.previews.append(payload["preview"])
         elif kind == "sources":
             self.sources = payload["results"]
+            if self.explain:
+                from localgpt_cli.render.explain import explain_lines
+
+                self.err.write("".join(f"{line}\n" for line in explain_lines(payload)))
         elif kind == "error":
             self._end_thinking()
             self.err.write(f"localgpt: error: {payload['message']}\n")
@@ -118,8 +124,10 @@ class PlainChatRenderer:
 class PrettyChatRenderer:
     """Rich: thinking dimmed as it streams, the answer as live Markdown, sources last."""
 
-    def __init__(self, output: Output, hide_thinking: bool = False) -> None:
+    def __init__(self, output: Output, hide_thinking: bool = False,
+                 explain: bool = False) -> None:  # fmt: skip
         self.console = output.console()
+        self.explain = explain
         self.err_console = output.err_console()
         self.hide_thinking = hide_thinking
         self.answer: list[str] = []
@@ -169,6 +177,11 @@ class PrettyChatRenderer:
                 self.previews.append(payload["preview"])
         elif kind == "sources":
             self.sources = payload["results"]
+            if self.explain:
+                from localgpt_cli.render.explain import explain_lines
+
+                for line in explain_lines(payload):
+                    self.err_console.print(line, style="dim", markup=False)
         elif kind == "error":
             self._stop_live()
             self.err_console.print(f"error: {payload['message']}", style="red", markup=False)
@@ -205,9 +218,11 @@ class PrettyChatRenderer:
         self._stop_live()
 
 
-def chat_renderer(output: Output, hide_thinking: bool = False) -> Any:
+def chat_renderer(output: Output, hide_thinking: bool = False, explain: bool = False) -> Any:
+    """The renderer for the output mode; `explain` adds the sources table on stderr (the
+    NDJSON packet already carries it)."""
     if output.json:
         return JSONChatRenderer(output)
     if output.pretty:
-        return PrettyChatRenderer(output, hide_thinking)
-    return PlainChatRenderer(output, hide_thinking)
+        return PrettyChatRenderer(output, hide_thinking, explain)
+    return PlainChatRenderer(output, hide_thinking, explain)

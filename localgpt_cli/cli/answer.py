@@ -1,0 +1,71 @@
+"""chat's flags for the answer pipeline (kernel/answer/), and the options they make.
+
+Kept apart from chat.py and turn.py so the pipeline's flags are one decorator there and
+one call here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from localgpt_cli.cli.app import App
+from localgpt_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from localgpt_cli.cli.turn import ChatFlags
+    from localgpt_cli.kernel.answer.pipeline import AnswerOptions
+
+PIPELINES = ("full", "fast")
+
+_OPTIONS = (
+    click.option("--pipeline", type=click.Choice(PIPELINES), default=None,
+                 help="full: shaper, judged sources and S_ctx by the chat model (at most 4 "
+                      "extra requests); fast: retrieval only [default: rag.pipeline, full]."),
+    click.option("--reranker", type=click.Choice(("local", "model")), default="local",
+                 show_default=True,
+                 help="model: the chat model re-scores the kept passages (one request)."),
+    click.option("--gate", type=click.Choice(("score", "model")), default="score",
+                 show_default=True,
+                 help="model: the chat model judges which passages support an answer."),
+    click.option("--condense/--no-condense", default=None,
+                 help="Condense the kept passages into cited facts (S_ctx) [default: "
+                      "rag.condense, on]."),
+    click.option("--explain", is_flag=True,
+                 help="Print what was searched, kept and dropped, and why, on stderr."),
+)  # fmt: skip
+
+
+def answer_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """chat's pipeline options, as one decorator."""
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
+    """The pipeline the flags and the `rag.*` settings ask for; contradictions are usage
+    errors here, before any model is called."""
+    from localgpt_cli.kernel.answer.pipeline import AnswerOptions
+
+    values = app.settings.values
+    pipeline = flags.pipeline or str(values["rag.pipeline"])
+    if pipeline not in PIPELINES:
+        raise UsageError(f"{app.settings.named('rag.pipeline')} is {pipeline!r}, which is "
+                         "not a pipeline.", hint="Use full or fast.")  # fmt: skip
+    judged_by_model = [f"--{name} model" for name, value in
+                       (("reranker", flags.reranker), ("gate", flags.gate)) if value == "model"]
+    if pipeline == "fast" and judged_by_model:
+        raise UsageError(f"{judged_by_model[0]} asks the chat model, which the fast pipeline "
+                         "never does.", hint="Use --pipeline full, or drop the option.")
+    condense = flags.condense if flags.condense is not None else bool(values["rag.condense"])
+    timeout = float(values["rag.stage_timeout"])
+    if not timeout > 0:
+        raise UsageError(f"rag.stage_timeout must be above 0 seconds, got {timeout}.")
+    # The gate's strictness: --theta or rag.theta, once chat and the settings have them.
+    theta = getattr(flags, "theta", None)
+    theta = values.get("rag.theta") if theta is None else theta
+    return AnswerOptions(pipeline=pipeline, reranker=flags.reranker, gate=flags.gate,
+                         condense=condense, theta=theta, stage_timeout=timeout)

@@ -1,0 +1,52 @@
+"""One turn's grounding, as kernel/session.py asks for it: the pipeline the options
+describe, run for the question and the earlier user turns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from localgpt_cli.kernel.answer.pipeline import AnswerOptions, build
+from localgpt_cli.kernel.answer.stage import ModelCaller, PipelineState
+from localgpt_cli.kernel.grounding import Retriever
+from localgpt_cli.llm.provider import ModelInfo, Provider
+
+if TYPE_CHECKING:
+    from localgpt_cli.history.protocol import Store
+
+PREVIOUS_TURNS = 6  # stored messages read for the shaper's earlier user turns
+
+
+def previous_turns(store: Store | None, conversation_id: str | None) -> list[str]:
+    """The conversation's earlier user messages, oldest first (none for a new one)."""
+    if store is None or conversation_id is None:
+        return []
+    return [m.content for m in store.messages(conversation_id, last=PREVIOUS_TURNS)
+            if m.role == "user" and m.content]  # fmt: skip
+
+
+def ground(
+    client: Provider,
+    model: str,
+    info: ModelInfo,
+    retriever: Retriever,
+    question: str,
+    previous: list[str],
+    options: AnswerOptions,
+    warn: Callable[[str, str], None],
+) -> PipelineState:
+    """Run the pipeline; its stage requests go to the turn's own model, with
+    thinking off. Fallbacks are warned about; they are also in the `sources` packet."""
+    caller = None
+    if options.pipeline == "full":
+        caller = ModelCaller(client, model, can_think=info.can_think,
+                             timeout=options.stage_timeout)  # fmt: skip
+    pipeline = build(options, retriever, caller)
+    state = pipeline.run(question, previous)
+    for warning in state.warnings:
+        warn("retrieval", warning)
+    for report in state.reports:
+        if report["status"] == "fallback" and report["reason"] != "budget":
+            warn("stage_fallback", f"the {report['stage']} stage fell back "
+                                   f"({report['reason']}); the answer goes on without it.")
+    return state

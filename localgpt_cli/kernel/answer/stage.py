@@ -1,0 +1,148 @@
+"""The one small interface every stage implements, the state they pass along, and the
+structured model call the model-driven stages share.
+
+A stage reads and updates `PipelineState`. When it cannot do its work (the model returned
+prose, JSON that breaks the schema, a citation of a passage that does not exist, nothing,
+or did not answer in time), it raises `StageFallback` with a reason; the pipeline then
+calls the stage's `fallback`, which leaves the state as the stage before it left it (or
+applies a deterministic substitute), and names the reason in the `sources` packet.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from localgpt_cli.errors import LocalGPTError
+from localgpt_cli.kernel.answer import schema as schemas
+from localgpt_cli.llm.provider import Provider
+
+MAX_EXTRA_REQUESTS = 4  # model requests the stages may make in one turn (+1 on the re-run)
+DEFAULT_STAGE_TIMEOUT = 60.0  # seconds a stage waits for its structured answer
+
+
+class StageFallback(Exception):
+    """The stage could not do its work; `reason` is what the `sources` packet names."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class PipelineState:
+    """What the stages know about this turn's grounding; `payload` in pipeline.py turns it
+    into the `sources` packet."""
+
+    question: str
+    previous: list[str] = field(default_factory=list)  # earlier user turns, oldest first
+    query: str = ""
+    intent: str | None = None
+    domain: str | None = None
+    mode: str = "hybrid"
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    condensed: dict[str, Any] | None = None
+    condense_fallback: str | None = None
+    scope_changed: bool = False
+    rerun: bool = False
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # stages that raised: bugs, shown
+
+    def ids(self) -> list[str]:
+        return [p["id"] for p in self.kept]
+
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {p["id"]: p for p in self.kept}
+
+
+class Stage(Protocol):
+    """One step of the pipeline. `run` may raise StageFallback; `fallback` then applies
+    the stage's deterministic substitute (or nothing)."""
+
+    name: str
+
+    def run(self, state: PipelineState) -> None: ...
+
+    def fallback(self, state: PipelineState, reason: str) -> None: ...
+
+
+@dataclass
+class ModelCaller:
+    """Structured calls to the chat model on behalf of the stages: `format` set to the
+    stage's JSON Schema, thinking off whatever the conversation uses (a stage wants a
+    verdict, not an essay), temperature 0, at most `budget` requests per turn."""
+
+    client: Provider
+    model: str
+    can_think: bool = False
+    timeout: float = DEFAULT_STAGE_TIMEOUT
+    budget: int = MAX_EXTRA_REQUESTS
+    requests: int = 0
+
+    def ask(self, system: str, user: str, schema: dict[str, Any],
+            check: dict[str, Any] | None = None) -> Any:  # fmt: skip
+        """The model's answer as validated JSON, or StageFallback naming what went wrong.
+        `schema` is sent; `check` (default: the same) is what the answer must meet."""
+        if self.requests >= self.budget:
+            raise StageFallback("budget", f"{self.budget} stage requests already made")
+        self.requests += 1
+        content = self._content(
+            [{"role": "system", "content": system}, {"role": "user", "content": user}], schema
+        )
+        if not content.strip():
+            raise StageFallback("empty", "the model returned nothing")
+        try:
+            value = json.loads(content)
+        except ValueError:
+            reason = "invalid_json" if content.lstrip()[:1] in ("{", "[") else "not_json"
+            raise StageFallback(reason, content[:80]) from None
+        found = schemas.problem(value, check or schema)
+        if found:
+            raise StageFallback("schema", found)
+        return value
+
+    def _content(self, messages: Sequence[dict[str, Any]], schema: dict[str, Any]) -> str:
+        """The answer's text, waited for at most `timeout` seconds. The request runs on a
+        daemon thread so a stalled server costs this stage its answer, not the turn."""
+        box: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                reply = self.client.chat(
+                    self.model, messages, think=False if self.can_think else None,
+                    options={"temperature": 0}, format=schema,
+                )  # fmt: skip
+                box["content"] = reply.message.content or ""
+            except LocalGPTError as exc:
+                box["error"] = exc
+            except Exception as exc:  # a bug: re-raised below, on the turn's thread
+                box["bug"] = exc
+
+        worker = threading.Thread(target=call, name="localgpt-stage", daemon=True)
+        start = time.perf_counter()
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise StageFallback("timeout", f"no answer in {time.perf_counter() - start:.1f} s")
+        if "bug" in box:
+            raise box["bug"]
+        if "error" in box:
+            raise StageFallback("model_error", str(box["error"]))
+        return str(box.get("content", ""))
+
+
+def passages_text(kept: Sequence[dict[str, Any]], limit: int = 1200) -> str:
+    """The kept passages as the stages show them to the model: `[P1] path (chunk 3)`
+    and the text, each cut to `limit` characters so one batched call stays small."""
+    parts = []
+    for p in kept:
+        text = " ".join(str(p.get("text", "")).split())
+        parts.append(f"[{p['id']}] {p['path']} (chunk {p['chunk']})\n{text[:limit]}")
+    return "\n\n".join(parts)

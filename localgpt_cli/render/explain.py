@@ -1,0 +1,54 @@
+"""`chat --explain`: the `sources` packet as a short table on stderr.
+
+The same facts as the packet (what was searched, each passage kept or dropped with its
+scores, stage and reason, what each stage did, S_ctx or why not, the re-run), in lines
+a person can read next to the answer; scripts read the packet itself (`--json`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCORE_ORDER = ("vector", "bm25", "fused", "rerank", "gate", "model_rerank", "model_gate")
+
+
+def _scores(scores: dict[str, Any]) -> str:
+    keys = [k for k in SCORE_ORDER if scores.get(k) is not None]
+    keys += sorted(k for k in scores if k not in SCORE_ORDER and scores[k] is not None)
+    return " ".join(f"{k}={scores[k]:.3f}" if isinstance(scores[k], float)
+                    else f"{k}={scores[k]}" for k in keys)  # fmt: skip
+
+
+def explain_lines(payload: dict[str, Any]) -> list[str]:
+    """The table, one string per line (tab-separated columns for the passages)."""
+    from localgpt_cli.render.tables import quote_path
+
+    lines = [f"searched: {payload.get('query', '')}"]
+    question = payload.get("question")
+    if question and question != payload.get("query"):
+        lines.append(f"asked:    {question}")
+    labels = [f"pipeline {payload.get('pipeline', 'full')}", f"mode {payload.get('mode')}"]
+    if payload.get("intent"):
+        labels.append(f"intent {payload['intent']}, domain {payload.get('domain')}")
+    lines.append("          " + "; ".join(labels) + ("; re-run once" if payload.get("rerun")
+                                                     else ""))  # fmt: skip
+    lines.append("status\tid\tpassage\tscores\twhy")
+    for p in payload.get("kept", []):
+        lines.append(f"kept\t{p['id']}\t{quote_path(p['path'])}:{p['chunk']}\t"
+                     f"{_scores(p.get('scores') or {})}\t")  # fmt: skip
+    for p in payload.get("dropped", []):
+        lines.append(f"dropped\t{p.get('id', '')}\t{quote_path(p['path'])}:{p['chunk']}\t"
+                     f"{_scores(p.get('scores') or {})}\t{p.get('stage')}: {p.get('reason')}")
+    stages = [f"{s['stage']} {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
+              for s in payload.get("stages", [])]  # fmt: skip
+    if stages:
+        lines.append("stages: " + ", ".join(stages))
+    condensed = payload.get("condensed")
+    if condensed is not None:
+        counts = ", ".join(f"{len(condensed[k])} {k.replace('_', ' ')}"
+                           for k in ("facts", "constraints", "open_issues"))  # fmt: skip
+        lines.append(f"condensed: {counts}")
+    else:
+        lines.append(f"condensed: none ({payload.get('fallback_reason')}); "
+                     "the kept passages went verbatim")  # fmt: skip
+    return lines
