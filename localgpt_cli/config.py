@@ -43,7 +43,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
+    Spec("rag.theta", None, None, float, "gate strictness 0-1 ([rag] theta; default 0.15)"),
 )
+# Tables of config.toml whose keys are settings `TABLE.KEY` (`[rag]` theta = 0.3).
+SETTING_TABLES = ("rag",)
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
 
@@ -149,6 +152,9 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
+    for table in SETTING_TABLES:
+        if isinstance(data.get(table), dict):
+            data.update({f"{table}.{key}": value for key, value in data.pop(table).items()})
     unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
     if unknown:
         raise InvalidInput(

@@ -135,6 +135,7 @@ def search_many(
     rerank: str = "none",
     theta: float | None = None,
     parts: Sequence[str] | None = None,
+    gate_scale: tuple[float, float] | None = None,
 ) -> list[SearchResult]:
     """`search` for many queries over one open table, results in query order.
 
@@ -143,7 +144,8 @@ def search_many(
     batch search several times faster than one query at a time.
 
     `rerank="local"` re-scores the fused candidates (rerank.py; `parts` picks its parts,
-    for the benchmark's ablations), and `theta` gates the top k (gate.py; None: no gate).
+    for the benchmark's ablations), and `theta` gates the top k (gate.py; None: no gate)
+    on the embedding model's cosine scale `gate_scale` (gate.scale_for).
     """
     from localgpt_cli.rag.rerank import PARTS
 
@@ -157,6 +159,7 @@ def search_many(
         {"type": type, "path_glob": path_glob, "document_id": document_id},
         chosen if rerank == "local" else (),
         theta,
+        gate_scale,
     )
     searcher = _Searcher(collection, options)
     results: list[SearchResult] = []
@@ -175,6 +178,7 @@ class _Options:
     filters: dict[str, Any]
     parts: tuple[str, ...] = ()  # the reranker's parts; () = no reranking
     theta: float | None = None  # the gate's strictness; None = no gate
+    scale: tuple[float, float] | None = None  # the gate's (floor, near-certain) cosines
 
 
 @dataclass
@@ -308,7 +312,7 @@ class _Searcher:
         from localgpt_cli.rag.gate import fast_path
 
         hits, dropped = fast_path(ranked, plan.text, opts.k, opts.threshold, plan.mode_used,
-                                  opts.parts, opts.theta)  # fmt: skip
+                                  opts.parts, opts.theta, opts.scale)  # fmt: skip
         return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
 
 
