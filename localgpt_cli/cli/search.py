@@ -94,8 +94,8 @@ def search(
             "Nothing to search for: the query is empty.",
             hint='Give the words to look for, e.g. localgpt search "vpn setup".',
         )
-    filters = {"doc_type": doc_type, "path_glob": path_glob, "document_id": document_id,
-               "theta": resolve_theta(app, theta)}  # fmt: skip
+    filters: dict[str, Any] = {"doc_type": doc_type, "path_glob": path_glob,
+                               "document_id": document_id, "theta": resolve_theta(app, theta)}
     if queries_file is not None:
         _batch(app, queries_file, k=k, mode=mode, threshold=threshold, filters=filters)
         return

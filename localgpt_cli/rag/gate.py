@@ -14,21 +14,23 @@ stop words out) in a passage the keyword side found: a passage with every word o
 "wireguard" is support whatever an embedding model makes of one rare word. A passage
 the vector side did not return gets that side's lowest similarity.
 
-Calibration (tests/bench/gate.py, all-MiniLM-L6-v2, Cranfield and click's API reference,
-top 5 after the reranker): questions asked of the other collection top out at cosine
-0.23 (Cranfield's of click's docs: median 0.08, max 0.23; click's of Cranfield: median
-0.14, p95 0.23), while relevant passages score >= 0.47 (Cranfield, 5th percentile) and
->= 0.25 (click, 5th percentile; short questions in other words than the docs). So the
-floor is 0.20 and near-certain is 0.60 (the words' floor, 0.6: off-topic questions
-find at most 60% of their words in one passage, 95% of them at most 50%) (above the median relevant passage of either),
-and the default θ = 0.15 puts the cut for the query's best passage at cosine 0.26: it
-keeps nothing for 100% and 98% of the off-topic questions and keeps 100% / 93% of the
-relevant passages. It does not separate relevant from non-relevant passages *of the
-topic*: on Cranfield no score the fast path has does (the best, the similarity, has an
-AUC of 0.56 between relevant and non-relevant top-5 passages; even a logistic
-regression on all of them drops only 15% of the non-relevant at 94% of the relevant
-kept); that needs a model that reads the passage (`--gate model`).
-Models without calibration get a floor 0.1 below their default --threshold.
+Calibration (tests/bench/rerank.py, all-MiniLM-L6-v2, Cranfield and click's API
+reference, top 5 after the reranker): questions asked of the other collection top out at
+cosine 0.23 (Cranfield's of click's docs: median 0.08, max 0.23; click's of Cranfield:
+median 0.14, p95 0.23), while relevant passages score >= 0.47 (Cranfield, 5th
+percentile) and >= 0.25 (click, 5th percentile: short questions in other words than the
+docs'). So the floor is 0.20 and near-certain is 0.60 (above the median relevant passage
+of either); the words' floor is 0.6 (off-topic questions find at most 60% of their words
+in one passage, 95% of them at most 50%). The default θ = 0.15 puts the cut for a
+query's best passage at cosine 0.26: it keeps nothing for 100% and 98% of the off-topic
+questions and keeps 100% / 93% of the relevant passages.
+
+What it cannot do is tell relevant from non-relevant passages *of the topic*: on
+Cranfield no score the fast path has does (the best, the similarity, has an AUC of 0.56
+between relevant and non-relevant top-5 passages; a logistic regression on all of them
+drops 15% of the non-relevant at 94% of the relevant kept). That needs a model that
+reads the passage (`--gate model`). Models without calibration get a floor 0.1 below
+their default --threshold.
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ def fast_path(
         support(kept, scale or scale_for(None, threshold or 0.0), query)
         dropped += [c.dropped("gate", "gate", c.gate) for c in kept if (c.gate or 0) < theta]
         kept = [c for c in kept if (c.gate or 0.0) >= theta]
-    seen = {c.row.chunk_id for c in kept} | {(d.document_id, d.chunk) for d in dropped}
+    seen = {(c.row.chunk.document_id, c.row.chunk.ordinal) for c in kept}
+    seen |= {(d.document_id, d.chunk) for d in dropped}
     for c in fused_top:
-        if c.row.chunk_id not in seen and (c.row.chunk.document_id, c.row.chunk.ordinal) not in seen:
+        if (c.row.chunk.document_id, c.row.chunk.ordinal) not in seen:
             dropped.append(c.dropped("rerank_cutoff", "rerank"))
     return [hit(c, rank, mode) for rank, c in enumerate(kept, 1)], dropped

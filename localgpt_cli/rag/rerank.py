@@ -38,11 +38,12 @@ STATS_POOL = 100  # rows per side that set the normalisation and the documents' 
 VECTOR_SHARE = 0.5  # equal weights: no side is favoured (fusion.py keeps them equal too)
 TITLE_WEIGHT = 0.3  # a full title match counts like 60% of one side's best score
 
-_STOP = frozenset(
-    "a an and are as at be by can do does for from has have how i in is it its of on or "
-    "that the this to was what when where which who why will with my me you your into "
-    "than then there these those not no if any all some should would could may".split()
+_STOP_WORDS = (
+    "a an and are as at be by can do does for from has have how i in is it its of on or that "
+    "the this to was what when where which who why will with my me you your into than then "
+    "there these those not no if any all some should would could may"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "ies", "ied", "edly", "ed",
              "es", "s", "ly")  # fmt: skip
 
@@ -133,7 +134,8 @@ def _document_scores(
         if doc not in wanted:
             continue
         sides = best.setdefault(doc, [None, None])
-        for i, (value, rank) in enumerate(((c.similarity, c.vector_rank), (c.bm25, c.keyword_rank))):
+        sides_of = ((c.similarity, c.vector_rank), (c.bm25, c.keyword_rank))
+        for i, (value, rank) in enumerate(sides_of):
             if value is not None and _pooled(rank):
                 known = sides[i]
                 sides[i] = value if known is None else max(known, value)

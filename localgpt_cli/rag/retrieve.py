@@ -101,6 +101,7 @@ def search(
     keyword_weight: float = 1.0,
     rerank: str = "none",
     theta: float | None = None,
+    gate_scale: tuple[float, float] | None = None,
 ) -> SearchResult:
     """Top-k chunks for one query.
 
@@ -114,7 +115,7 @@ def search(
         collection, [(query_text, query_vector)], k=k, mode=mode, threshold=threshold,
         type=type, path_glob=path_glob, document_id=document_id, rrf_k=rrf_k,
         vector_weight=vector_weight, keyword_weight=keyword_weight, rerank=rerank,
-        theta=theta,
+        theta=theta, gate_scale=gate_scale,
     )[0]  # fmt: skip
 
 
