@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,69 @@ def test_gate_rates_and_reranker_on_real_data(standin, tmp_path, isolated_env):
         return next(m["value"] for m in r.records() if m["name"] == "ndcg@10")
 
     assert ndcg("local") >= ndcg("none")
+
+
+# -- the reranker and the gate on hand-made candidates ----------------------------------
+
+
+def candidate(doc: str, ordinal: int, *, sim: float | None = None, v_rank: int | None = None,
+              bm25: float | None = None, k_rank: int | None = None, title: str = "") -> Any:
+    from localgpt_cli.rag.fusion import Candidate
+    from localgpt_cli.rag.store.search import StoredRow
+    from localgpt_cli.rag.types import Chunk
+
+    chunk = Chunk(doc, f"{doc}.txt", "text", ordinal, f"text of {doc} {ordinal}", title=title)
+    return Candidate(StoredRow(chunk, f"{doc}:{ordinal}", 0.0), v_rank, k_rank, sim, bm25)
+
+
+def fused(cands: list[Any]) -> list[Any]:
+    from localgpt_cli.rag.fusion import fuse
+
+    return fuse(cands, "hybrid", 60, (1.0, 1.0))
+
+
+def test_a_passage_counts_with_its_documents_best_scores():
+    from localgpt_cli.rag.rerank import rerank
+
+    strong = candidate("a", 0, sim=0.9, v_rank=1)
+    sibling = candidate("a", 1, bm25=9.0, k_rank=1)
+    other = candidate("b", 0, sim=0.5, v_rank=2, bm25=4.0, k_rank=2)
+    ranked = rerank(fused([strong, sibling, other]), "q", ("combine", "documents"))
+    # a's passages score as a document with the best similarity and the best BM25
+    assert [c.row.chunk_id for c in ranked][:2] in (["a:0", "a:1"], ["a:1", "a:0"])
+    assert strong.rerank == sibling.rerank == 1.0 and (other.rerank or 0) < 1.0
+    alone = rerank(fused([candidate("a", 0, sim=0.9, v_rank=1),
+                          candidate("a", 1, bm25=9.0, k_rank=1),
+                          candidate("b", 0, sim=0.5, v_rank=2, bm25=4.0, k_rank=2)]),
+                   "q", ("combine",))  # fmt: skip
+    assert all((c.rerank or 0) < 1.0 for c in alone)
+
+
+def test_title_words_lift_a_passage_and_the_fused_top_it_displaced_is_reported():
+    from localgpt_cli.rag.gate import fast_path
+
+    first = candidate("a", 0, sim=0.60, v_rank=1, bm25=5.0, k_rank=2, title="Lunch menus")
+    second = candidate("b", 0, sim=0.59, v_rank=2, bm25=5.0, k_rank=1,
+                       title="Boundary layer heat transfer")  # fmt: skip
+    third = candidate("c", 0, sim=0.20, v_rank=3)
+    hits, dropped = fast_path(fused([first, second, third]), "boundary layer heat transfer", 1,
+                              None, "hybrid", ("combine", "documents", "title"), None)  # fmt: skip
+    assert [h.document_id for h in hits] == ["b"]
+    assert [(d.document_id, d.stage, d.reason) for d in dropped] == [
+        ("a", "rerank", "rerank_cutoff")
+    ]
+    assert set(dropped[0].scores) == {"vector", "bm25", "fused", "rerank"}
+
+
+def test_the_gate_drops_what_nothing_supports_and_theta_zero_keeps_it():
+    from localgpt_cli.rag.gate import fast_path
+
+    def run(theta: float) -> tuple[list[Any], list[Any]]:
+        cands = [candidate("a", 0, sim=0.15, v_rank=1), candidate("b", 0, sim=0.12, v_rank=2)]
+        return fast_path(fused(cands), "passport renewal", 5, None, "hybrid",
+                         ("combine", "documents", "title"), theta, (0.2, 0.6))  # fmt: skip
+
+    hits, dropped = run(0.15)
+    assert hits == [] and {(d.stage, d.reason) for d in dropped} == {("gate", "gate")}
+    hits, dropped = run(0.0)
+    assert [h.document_id for h in hits] == ["a", "b"] and dropped == []
