@@ -25,6 +25,7 @@ collection.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,10 +45,12 @@ _STOP_WORDS = (
     "there these those not no if any all some should would could may"
 )
 _STOP = frozenset(_STOP_WORDS.split())
+_WORD = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "ies", "ied", "edly", "ed",
              "es", "s", "ly")  # fmt: skip
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper: plural, -ing, -ed, -ation. Enough to match "heated" with
     "heating" in a title; a full Porter stemmer changed nothing measurable here."""
@@ -59,7 +62,7 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> set[str]:
     """The stemmed content words of `text` (lower case; `_` and `.` split words)."""
-    return {stem(w) for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP}
+    return {stem(w) for w in set(_WORD.findall(text.lower())) if w not in _STOP}
 
 
 @dataclass
