@@ -49,7 +49,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("rag.pipeline", None, "full", str, "chat's answer pipeline: full or fast"),
     Spec("rag.condense", None, True, bool, "condense the kept passages into S_ctx"),
     Spec("rag.stage_timeout", None, 60.0, float, "seconds a pipeline stage waits for the model"),
+    Spec("rag.theta", None, None, float, "gate strictness 0-1 ([rag] theta; default 0.15)"),
 )
+# Tables of config.toml whose keys are settings `TABLE.KEY` (`[rag]` theta = 0.3).
+SETTING_TABLES = ("rag",)
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
 
@@ -156,10 +159,10 @@ def _load_file(path: Path) -> dict[str, Any]:
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
     data = _tools_table(data, path)
-    tables = {k.split(".")[0] for k in SPEC_BY_KEY if "." in k} - {"tools"}  # [rag]
-    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"} - tables)
-    unknown += sorted(f"{t}.{k}" for t in tables if isinstance(data.get(t), dict)
-                      for k in data[t] if f"{t}.{k}" not in SPEC_BY_KEY)  # fmt: skip
+    for table in SETTING_TABLES:
+        if isinstance(data.get(table), dict):
+            data.update({f"{table}.{key}": value for key, value in data.pop(table).items()})
+    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
     if unknown:
         raise InvalidInput(
             f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
@@ -333,16 +336,8 @@ class Settings:
 
 
 def _in_file(from_file: dict[str, Any], key: str) -> tuple[Any, ...]:
-    """(value,) when config.toml sets `key` (`rag.theta` is `theta` in its `[rag]` table;
-    `tools.groups` arrives flattened by `_tools_table`)."""
-    if key in from_file:
-        return (from_file[key],)
-    node: Any = from_file
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return ()
-        node = node[part]
-    return (node,)
+    """(value,) when config.toml sets `key`; its tables arrive flattened (`rag.theta`)."""
+    return (from_file[key],) if key in from_file else ()
 
 
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:

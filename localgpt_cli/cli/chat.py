@@ -13,6 +13,7 @@ from localgpt_cli.cli.answer import answer_flags
 from localgpt_cli.cli.app import App, Finite, json_option, pass_app
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
+from localgpt_cli.cli.retrieval import THETA
 from localgpt_cli.cli.turn import ChatFlags, open_chat, pass_flags
 from localgpt_cli.errors import UsageError
 
@@ -79,6 +80,9 @@ Examples:
               help="Excerpts to retrieve.")
 @click.option("--threshold", type=THRESHOLD, metavar="COSINE",
               help="Minimum similarity of a retrieved excerpt [default: 0.3].")
+@click.option("--theta", type=THETA, metavar="0-1",
+              help="Gate strictness: 0 keeps every reranked excerpt, 1 only near-certain "
+                   "support [default: rag.theta, else 0.15].")  # fmt: skip
 @click.option("-C", "--collection", metavar="NAME", help="Knowledge-base collection.")
 @click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               metavar="PATH", help="Put a whole file into the context (repeatable).")

@@ -26,6 +26,8 @@ its file name without extension (vpn).
 
 \b
 Passages are mapped to their documents (a document ranks where its best passage ranks).
+Each mode runs as search does, with the local reranker (--rerank none: without it, to
+see what it gains); the gate is not applied (it cuts the list, not the order).
 Printed per mode: nDCG@k, recall@k, recall@100, MRR@k, and how many queries have no
 relevant document in the top k. Queries without a relevant judgement are not scored.
 """
@@ -59,6 +61,9 @@ def _modes(value: str) -> list[str]:
                    "alone when the collection has no embeddings].")  # fmt: skip
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
               help="Cut-off for nDCG, recall and MRR.")  # fmt: skip
+@click.option("--rerank", type=click.Choice(["local", "none"]), default="local",
+              show_default=True,
+              help="Re-score candidates with the local reranker, or not (for comparison).")
 @click.option(
     "--threshold",
     type=THRESHOLD,
@@ -76,6 +81,7 @@ def eval_command(
     qrels_file: str,
     modes: str | None,
     k: int,
+    rerank: str,
     threshold: float | None,
 ) -> None:
     """Measure retrieval quality (nDCG, recall, MRR) on labelled questions."""
@@ -112,11 +118,12 @@ def eval_command(
     rows = []
     for mode in wanted:
         start = time.perf_counter()
-        rankings = document_rankings(coll, items, mode=mode, depth=depth, threshold=limit)
+        rankings = document_rankings(coll, items, mode=mode, depth=depth, threshold=limit,
+                                     rerank=rerank)  # fmt: skip
         seconds = time.perf_counter() - start
         by_query = {q.id: r for q, r in zip(scored, rankings, strict=True)}
         rows.append((mode, score_run(by_query, judgements, k), seconds))
-    _show(app, coll.name, rows)
+    _show(app, coll.name, rows, rerank)
 
 
 def _read_labels(queries_file: str, qrels_file: str) -> tuple[list[Any], Any, str, str]:
@@ -235,7 +242,7 @@ def _resolve(coll: Any, qrels: Any, source: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def _show(app: App, collection: str, rows: list[tuple[str, Any, float]]) -> None:
+def _show(app: App, collection: str, rows: list[tuple[str, Any, float]], rerank: str) -> None:
     from localgpt_cli.render.tables import print_table
 
     out = app.output
@@ -246,7 +253,7 @@ def _show(app: App, collection: str, rows: list[tuple[str, Any, float]]) -> None
                     "type": "metric", "mode": mode, "name": name,
                     "value": value if isinstance(value, int) else round(value, 4),
                     "queries": scores.queries, "collection": collection,
-                    "seconds": round(seconds, 3),
+                    "seconds": round(seconds, 3), "rerank": rerank,
                 })  # fmt: skip
         return
     k = rows[0][1].k
@@ -256,4 +263,5 @@ def _show(app: App, collection: str, rows: list[tuple[str, Any, float]]) -> None
          s.no_relevant, s.queries, f"{s.queries / seconds:.0f}" if seconds > 0 else "-"]
         for mode, s, seconds in rows
     ]  # fmt: skip
-    print_table(out, headers, table, title=f"Retrieval quality of {collection!r}")
+    title = f"Retrieval quality of {collection!r} (reranker: {rerank})"
+    print_table(out, headers, table, title=title)

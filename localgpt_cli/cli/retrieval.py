@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from localgpt_cli.cli.app import App
+from localgpt_cli.cli.app import App, Finite
 
 if TYPE_CHECKING:
     from localgpt_cli.kernel.grounding import Retrieved
     from localgpt_cli.rag.query import QueryTarget, Warn
     from localgpt_cli.rag.retrieve import SearchResult
     from localgpt_cli.rag.types import Hit
+
+# --theta: the gate's strictness (rag/gate.py); outside 0-1 (or nan) is a usage error.
+THETA = Finite(0.0, 1.0)
 
 
 def open_target(app: App, collection: str | None = None) -> QueryTarget:
@@ -45,12 +48,14 @@ def query_collection(
     path_glob: str | None = None,
     document_id: str | None = None,
     warn: Warn | None = None,
+    theta: float | None = None,
 ) -> SearchResult:
     """A `SearchResult` for `query`; an embedding failure is reported to `warn` (with its
     error code) and the search goes on by keywords."""
     results = query_many(
         app, [query], k=k, mode=mode, threshold=threshold, collection=collection,
         doc_type=doc_type, path_glob=path_glob, document_id=document_id, warn=warn,
+        theta=theta,
     )  # fmt: skip
     return next(results)
 
@@ -68,10 +73,11 @@ def query_many(
     document_id: str | None = None,
     warn: Warn | None = None,
     batch_size: int = 64,
+    theta: float | None = None,
 ) -> Iterator[SearchResult]:
     """`SearchResult`s for many queries, in order, over one open table (rag/query.py);
     `document_id` may be given as `docs list` prints it (12 characters) or any unique
-    prefix."""
+    prefix. The fast path (reranker, then the gate at `theta`) runs on every query."""
     from localgpt_cli.rag import query
 
     target = open_target(app, collection)
@@ -82,6 +88,7 @@ def query_many(
     yield from query.query_many(
         target, queries, k=k, mode=mode, threshold=threshold, doc_type=doc_type,
         path_glob=path_glob, document_id=document_id, warn=warn, batch_size=batch_size,
+        theta=theta,
     )  # fmt: skip
 
 
@@ -97,17 +104,41 @@ def knowledge_base(app: App, required: bool | None) -> bool:
     return open_store(app).collection(name).count() > 0
 
 
+def resolve_theta(app: App, theta: float | None) -> float:
+    """The gate's strictness: --theta, else `rag.theta` from the config, else the default.
+    A config value outside 0-1 is a usage error like the flag's (exit 2)."""
+    from localgpt_cli.errors import UsageError
+    from localgpt_cli.rag.gate import DEFAULT_THETA
+
+    if theta is not None:
+        return theta
+    value = app.settings.values.get("rag.theta")
+    if value is None:
+        return DEFAULT_THETA
+    if not 0.0 <= value <= 1.0:  # nan fails both comparisons
+        raise UsageError(f"rag.theta must be between 0 and 1 (got {value!r} from "
+                         f"{app.settings.named('rag.theta')}).",
+                         hint="0 keeps every passage the reranker kept, 1 only near-certain "
+                              "support.")  # fmt: skip
+    return float(value)
+
+
 def chat_retriever(
-    app: App, *, k: int, threshold: float | None, collection: str
+    app: App, *, k: int, threshold: float | None, collection: str, theta: float | None = None
 ) -> Callable[[str], Retrieved]:
-    """The retriever a chat turn calls with the user's message."""
+    """The retriever a chat turn calls with the user's message: the fast path (hybrid
+    search, reranker, gate). Kept results carry their per-stage `scores`; dropped ones
+    their `document_id`, `scores`, `stage` and `reason`."""
     from localgpt_cli.kernel.grounding import Retrieved
     from localgpt_cli.rag.query import dropped_result, source_result
+
+    strictness = resolve_theta(app, theta)
 
     def retrieve(query: str) -> Retrieved:
         notes: list[str] = []
         result = query_collection(app, query, k=k, threshold=threshold, collection=collection,
-                                  warn=lambda _code, message: notes.append(message))
+                                  warn=lambda _code, message: notes.append(message),
+                                  theta=strictness)  # fmt: skip
         return Retrieved(
             query=query,
             mode=result.mode_used,

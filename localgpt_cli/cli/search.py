@@ -8,6 +8,7 @@ import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
+from localgpt_cli.cli.retrieval import THETA
 from localgpt_cli.rag.filetypes import DOCUMENT_TYPES
 from localgpt_cli.render.search import print_hits, print_query_hits
 
@@ -30,6 +31,14 @@ keyword side also found is kept; keyword mode (BM25 scores) does not use it. Its
 depends on the embedding model.
 
 \b
+Every search runs the fast path: the local reranker re-scores the first 40 candidates
+(similarity and BM25 combined, each passage scored by its document's best, the query's
+words in the title), then the gate drops passages that do not address the question:
+--theta 0 keeps all the reranker kept, 1 only near-certain support (default: rag.theta
+in the config, else 0.15). A question nothing in the collection answers gets no hits.
+--json records carry each stage's score: scores.vector, bm25, fused, rerank, gate.
+
+\b
 --queries FILE reads one query per line: plain text (its id is the line number) or
 JSON {"id": "...", "text": "..."}; every hit record then carries its query_id. A line that
 does not parse stops the run (exit 6) before anything is searched.
@@ -49,6 +58,9 @@ does not parse stops the run (exit 6) before anything is searched.
     metavar="COSINE",
     help="Minimum cosine similarity (0-1) of vector hits [default: per model].",
 )
+@click.option("--theta", type=THETA, metavar="0-1",
+              help="Gate strictness: 0 keeps all, 1 only near-certain support "
+                   "[default: rag.theta, else 0.15].")  # fmt: skip
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid",
               show_default=True, help="How to match.")  # fmt: skip
 @click.option("--type", "doc_type", type=click.Choice(DOCUMENT_TYPES, case_sensitive=False),
@@ -65,13 +77,14 @@ def search(
     queries_file: str | None,
     k: int,
     threshold: float | None,
+    theta: float | None,
     mode: str,
     doc_type: str | None,
     path_glob: str | None,
     document_id: str | None,
 ) -> None:
     """Search a collection for QUERY (hybrid, vector or keyword)."""
-    from localgpt_cli.cli.retrieval import query_collection
+    from localgpt_cli.cli.retrieval import query_collection, resolve_theta
     from localgpt_cli.errors import UsageError
 
     if (query is None) == (queries_file is None):
@@ -81,7 +94,8 @@ def search(
             "Nothing to search for: the query is empty.",
             hint='Give the words to look for, e.g. localgpt search "vpn setup".',
         )
-    filters = {"doc_type": doc_type, "path_glob": path_glob, "document_id": document_id}
+    filters: dict[str, Any] = {"doc_type": doc_type, "path_glob": path_glob,
+                               "document_id": document_id, "theta": resolve_theta(app, theta)}
     if queries_file is not None:
         _batch(app, queries_file, k=k, mode=mode, threshold=threshold, filters=filters)
         return

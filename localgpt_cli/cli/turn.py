@@ -54,6 +54,7 @@ class ChatFlags:
     rag: bool | None
     k: int
     threshold: float | None
+    theta: float | None
     collection: str | None
     files: tuple[str, ...]
     lock: bool
@@ -221,7 +222,7 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
         from localgpt_cli.cli.retrieval import chat_retriever
 
         retriever = chat_retriever(app, k=flags.k, threshold=flags.threshold,
-                                   collection=app.settings.collection)
+                                   collection=app.settings.collection, theta=flags.theta)
     toolbox = None
     if tools_on:
         from localgpt_cli.cli.retrieval import tool_search

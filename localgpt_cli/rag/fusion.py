@@ -6,7 +6,7 @@ fused candidates into `Hit`s; the searcher in `retrieve.py` collects the candida
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.rag.types import Hit
@@ -21,13 +21,16 @@ RRF_K = 60
 
 @dataclass
 class Dropped:
-    """A hit that would have been in the top k but was cut (e.g. below the threshold)."""
+    """A hit that would have been in the top k but was cut: below the threshold, pushed
+    out by the reranker, or judged off the question by the gate."""
 
     document_id: str
     path: str
     chunk: int
     score: float
-    reason: str
+    reason: str  # below_threshold | rerank_cutoff | gate
+    stage: str = "threshold"  # threshold | rerank | gate
+    scores: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -40,6 +43,20 @@ class Candidate:
     similarity: float | None = None
     bm25: float | None = None
     fused: float = 0.0
+    rerank: float | None = None  # set by the reranker (rerank.py)
+    gate: float | None = None  # set by the gate (gate.py)
+
+    def scores(self) -> dict[str, float]:
+        """The score of each stage this candidate went through (absent sides left out)."""
+        named = {"vector": self.similarity, "bm25": self.bm25, "fused": self.fused,
+                 "rerank": self.rerank, "gate": self.gate}  # fmt: skip
+        return {name: round(v, 6) for name, v in named.items() if v is not None}
+
+    def dropped(self, reason: str, stage: str, score: float | None = None) -> Dropped:
+        chunk = self.row.chunk
+        value = self.fused if score is None else score
+        return Dropped(chunk.document_id, chunk.path, chunk.ordinal, value, reason, stage,
+                       self.scores())  # fmt: skip
 
 
 def fuse(
@@ -73,12 +90,20 @@ def fuse(
 def cut(
     ranked: list[Candidate], k: int, threshold: float | None, mode: str
 ) -> tuple[list[Hit], list[Dropped]]:
-    """The first k candidates that pass the threshold; those that failed it while still
-    inside the top k are reported as dropped (they are what the user would have seen)."""
-    hits: list[Hit] = []
+    """The first k candidates that pass the threshold, as hits; those that failed it while
+    still inside the top k are reported as dropped (they are what the user would have seen)."""
+    kept, dropped = cut_candidates(ranked, k, threshold, mode)
+    return [hit(c, rank, mode) for rank, c in enumerate(kept, 1)], dropped
+
+
+def cut_candidates(
+    ranked: list[Candidate], k: int, threshold: float | None, mode: str
+) -> tuple[list[Candidate], list[Dropped]]:
+    """`cut` before the candidates become hits (the gate judges them first)."""
+    kept: list[Candidate] = []
     dropped: list[Dropped] = []
     for cand in ranked:
-        if len(hits) >= k:
+        if len(kept) >= k:
             break
         vector_only = cand.keyword_rank is None
         if (
@@ -88,25 +113,16 @@ def cut(
             and cand.similarity is not None
             and cand.similarity < threshold
         ):
-            if len(hits) + len(dropped) < k:
-                chunk = cand.row.chunk
-                dropped.append(
-                    Dropped(
-                        chunk.document_id,
-                        chunk.path,
-                        chunk.ordinal,
-                        cand.similarity,
-                        "below_threshold",
-                    )
-                )
+            if len(kept) + len(dropped) < k:
+                dropped.append(cand.dropped("below_threshold", "threshold", cand.similarity))
             continue
-        hits.append(_hit(cand, len(hits) + 1, mode))
-    return hits, dropped
+        kept.append(cand)
+    return kept, dropped
 
 
-def _hit(cand: Candidate, rank: int, mode: str) -> Hit:
+def hit(cand: Candidate, rank: int, mode: str) -> Hit:
     chunk = cand.row.chunk
-    extra: dict[str, Any] = {"chunk_id": cand.row.chunk_id}
+    extra: dict[str, Any] = {"chunk_id": cand.row.chunk_id, "scores": cand.scores()}
     if mode == "hybrid":
         extra.update(
             vector_rank=cand.vector_rank,
@@ -116,7 +132,7 @@ def _hit(cand: Candidate, rank: int, mode: str) -> Hit:
         )
     return Hit(
         rank=rank,
-        score=cand.fused,
+        score=cand.fused if cand.rerank is None else cand.rerank,
         document_id=chunk.document_id,
         path=chunk.path,
         chunk=chunk.ordinal,

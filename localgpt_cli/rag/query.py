@@ -81,6 +81,8 @@ def query_many(
     document_id: str | None = None,
     warn: Warn | None = None,
     batch_size: int = 64,
+    rerank: str = "local",
+    theta: float | None = None,
 ) -> Iterator[SearchResult]:
     """`SearchResult`s for many queries, in order, over one open table.
 
@@ -88,8 +90,10 @@ def query_many(
     by one searcher, which reads the collection's state once (asking LanceDB whether the
     table has vectors costs a scan: once per batch was a second per 200 queries). Once
     embedding fails, the rest go by keywords without asking Ollama again (`warn` is told
-    once). `document_id` is a full id (the caller resolves a prefix).
+    once). `document_id` is a full id (the caller resolves a prefix). The fast path runs
+    too: the local reranker (`rerank="none"` skips it) and the gate when `theta` is given.
     """
+    from localgpt_cli.rag.gate import scale_for
     from localgpt_cli.rag.retrieve import search_many
 
     limit = resolve_threshold(target, threshold)
@@ -101,7 +105,8 @@ def query_many(
     yield from search_many(
         target.collection, list(zip(queries, vectors, strict=True)), k=k, mode=mode,
         threshold=limit, type=doc_type, path_glob=path_glob, document_id=document_id,
-        batch_size=batch_size,
+        batch_size=batch_size, rerank=rerank, theta=theta,
+        gate_scale=scale_for(target.model, limit),
     )  # fmt: skip
 
 
@@ -111,10 +116,14 @@ def source_result(hit: Hit) -> dict[str, Any]:
            "path": hit.path, "chunk": hit.chunk, "text": hit.text}
     if hit.page is not None:
         out["page"] = hit.page
+    if "scores" in hit.extra:
+        out["scores"] = hit.extra["scores"]
     return out
 
 
 def dropped_result(dropped: Dropped) -> dict[str, Any]:
-    """A hit cut from the top k (below the threshold) as one `dropped` entry of `sources`."""
+    """A hit cut from the top k as one `dropped` entry of `sources`: where it was dropped
+    (`stage`: threshold, rerank, gate), why (`reason`) and its score at each stage."""
     return {"path": dropped.path, "chunk": dropped.chunk, "score": round(dropped.score, 6),
-            "reason": dropped.reason}
+            "reason": dropped.reason, "document_id": dropped.document_id,
+            "stage": dropped.stage, "scores": dropped.scores}

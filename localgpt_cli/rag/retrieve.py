@@ -99,6 +99,9 @@ def search(
     rrf_k: int = RRF_K,
     vector_weight: float = 1.0,
     keyword_weight: float = 1.0,
+    rerank: str = "none",
+    theta: float | None = None,
+    gate_scale: tuple[float, float] | None = None,
 ) -> SearchResult:
     """Top-k chunks for one query.
 
@@ -111,7 +114,8 @@ def search(
     return search_many(
         collection, [(query_text, query_vector)], k=k, mode=mode, threshold=threshold,
         type=type, path_glob=path_glob, document_id=document_id, rrf_k=rrf_k,
-        vector_weight=vector_weight, keyword_weight=keyword_weight,
+        vector_weight=vector_weight, keyword_weight=keyword_weight, rerank=rerank,
+        theta=theta, gate_scale=gate_scale,
     )[0]  # fmt: skip
 
 
@@ -129,13 +133,24 @@ def search_many(
     vector_weight: float = 1.0,
     keyword_weight: float = 1.0,
     batch_size: int = 64,
+    rerank: str = "none",
+    theta: float | None = None,
+    parts: Sequence[str] | None = None,
+    gate_scale: tuple[float, float] | None = None,
 ) -> list[SearchResult]:
     """`search` for many queries over one open table, results in query order.
 
     The collection's state (vector column, indexes) is read once, and the store runs the
     queries of a batch concurrently (LanceDB works outside the GIL), which is what makes
     batch search several times faster than one query at a time.
+
+    `rerank="local"` re-scores the fused candidates (rerank.py; `parts` picks its parts,
+    for the benchmark's ablations), and `theta` gates the top k (gate.py; None: no gate)
+    on the embedding model's cosine scale `gate_scale` (gate.scale_for).
     """
+    from localgpt_cli.rag.rerank import PARTS
+
+    chosen = PARTS if parts is None else tuple(parts)
     options = _Options(
         k,
         mode,
@@ -143,6 +158,9 @@ def search_many(
         rrf_k,
         (vector_weight, keyword_weight),
         {"type": type, "path_glob": path_glob, "document_id": document_id},
+        chosen if rerank == "local" else (),
+        theta,
+        gate_scale,
     )
     searcher = _Searcher(collection, options)
     results: list[SearchResult] = []
@@ -159,6 +177,9 @@ class _Options:
     rrf_k: int
     weights: tuple[float, float]
     filters: dict[str, Any]
+    parts: tuple[str, ...] = ()  # the reranker's parts; () = no reranking
+    theta: float | None = None  # the gate's strictness; None = no gate
+    scale: tuple[float, float] | None = None  # the gate's (floor, near-certain) cosines
 
 
 @dataclass
@@ -184,10 +205,15 @@ class _Searcher:
             raise UsageError(f"-k must be at least 1 (got {options.k}).")
         if options.rrf_k < 1:
             raise UsageError(f"The RRF constant must be at least 1 (got {options.rrf_k}).")
+        check_theta(options.theta)
         self.collection = collection
         self.options = options
         self.where, self.post = build_filter(**options.filters)
         self.pool = candidate_pool(options.k)
+        if options.parts or options.theta is not None:
+            from localgpt_cli.rag.rerank import STATS_POOL
+
+            self.pool = max(self.pool, STATS_POOL)
         self._has_vectors: bool | None = None
         self._fts_note: str | None = None
 
@@ -281,8 +307,22 @@ class _Searcher:
             cand.keyword_rank, cand.bm25 = rank, row.score
         opts = self.options
         ranked = fuse(list(candidates.values()), plan.mode_used, opts.rrf_k, opts.weights)
-        hits, dropped = cut(ranked, opts.k, opts.threshold, plan.mode_used)
+        if not opts.parts and opts.theta is None:
+            hits, dropped = cut(ranked, opts.k, opts.threshold, plan.mode_used)
+            return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
+        from localgpt_cli.rag.gate import fast_path
+
+        hits, dropped = fast_path(ranked, plan.text, opts.k, opts.threshold, plan.mode_used,
+                                  opts.parts, opts.theta, opts.scale)  # fmt: skip
         return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
+
+
+def check_theta(theta: float | None) -> None:
+    """θ is a strictness from 0 (keep what the reranker kept) to 1 (near-certain only)."""
+    if theta is not None and not 0.0 <= theta <= 1.0:
+        raise UsageError(f"--theta must be between 0 and 1 (got {theta:g}).",
+                         hint="0 keeps every passage the reranker kept, 1 only near-certain "
+                              "support; the default is rag.theta.")  # fmt: skip
 
 
 def has_words(text: str) -> bool:

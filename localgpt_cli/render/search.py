@@ -24,6 +24,7 @@ def hit_record(hit: Any, mode: str) -> dict[str, Any]:
         "document_id": hit.document_id, "path": hit.path, "chunk": hit.chunk, "page": hit.page,
         "text": hit.text, "heading": hit.heading, "line_start": hit.line_start,
         "line_end": hit.line_end, "doc_type": hit.type, "mode": mode,
+        **({"scores": hit.extra["scores"]} if "scores" in hit.extra else {}),
     }  # fmt: skip
 
 

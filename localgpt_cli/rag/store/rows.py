@@ -174,6 +174,7 @@ def row_chunk(row: dict[str, Any]) -> Chunk:
         heading=row["heading"],
         line_start=row["line_start"],
         line_end=row["line_end"],
+        title=row.get("title"),
     )
 
 

@@ -82,12 +82,14 @@ class Search(CollectionTable):
         loop, table = self._reader()
         refine = self._refine_factor()
         has_vectors = self.has_vector_column()
+        # The document title too, where the table has one (the reranker weighs it).
+        extra = ("title",) if "title" in self.schema.names else ()
 
         async def one(q: VectorQuery | KeywordQuery, gate: asyncio.Semaphore) -> list[StoredRow]:
             if isinstance(q, VectorQuery) and not has_vectors:
                 return []
             async with gate:
-                builder = _async_query(table, q, refine)
+                builder = _async_query(table, q, refine, extra)
                 result = await builder.to_arrow()
             score = "_distance" if isinstance(q, VectorQuery) else "_score"
             return [
@@ -143,7 +145,9 @@ class Search(CollectionTable):
         return REFINE_FACTOR if self._index_type == VECTOR_INDEX_TYPE else REFINE_FACTOR_PQ
 
 
-def _async_query(table: Any, q: VectorQuery | KeywordQuery, refine: int | None) -> Any:
+def _async_query(
+    table: Any, q: VectorQuery | KeywordQuery, refine: int | None, extra: tuple[str, ...] = ()
+) -> Any:
     """The LanceDB async query builder for one search (prefilter is the async default)."""
     if isinstance(q, VectorQuery):
         builder = (
@@ -154,14 +158,14 @@ def _async_query(table: Any, q: VectorQuery | KeywordQuery, refine: int | None) 
         )
         if refine is not None:
             builder = builder.nprobes(NPROBES).refine_factor(refine)
-        columns = [*RESULT_COLUMNS, "_distance"]
+        columns = [*RESULT_COLUMNS, *extra, "_distance"]
     else:
         from lancedb.query import MatchQuery
 
         # MatchQuery declares its defaulted options in a way mypy reads as required.
         match = MatchQuery(q.text, "text")  # type: ignore[call-arg]
         builder = table.query().nearest_to_text(match)
-        columns = [*RESULT_COLUMNS, "_score"]
+        columns = [*RESULT_COLUMNS, *extra, "_score"]
     if q.where:
         builder = builder.where(q.where)
     return builder.select(columns).limit(q.limit)
