@@ -186,8 +186,11 @@ class OpenAIProvider:
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
+            # Plain http:// has no TLS, so the CA bundle is not loaded (0.1 s of every
+            # start-up); redirects are not followed, so no https:// is reached unverified.
             self._http = httpx.Client(base_url=self.host, headers=headers,
-                                      timeout=httpx.Timeout(self.timeout))  # fmt: skip
+                                      timeout=httpx.Timeout(self.timeout),
+                                      verify=self.host.startswith("https://"))  # fmt: skip
         return self._http
 
     # -- errors ----------------------------------------------------------------
