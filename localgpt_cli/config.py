@@ -171,9 +171,9 @@ def _coerce(spec: Spec, value: Any, where: str) -> Any:
         ) from None
 
 
-PROFILE_KINDS = ("openai", "ollama")
+PROFILE_KINDS = ("openai", "ollama", "llamacpp")
 PROFILE_KEYS = {"kind": str, "base_url": str, "api_key_env": str, "default_model": str,
-                "capabilities": list, "context_length": int}  # fmt: skip
+                "capabilities": list, "context_length": int, "model_path": str}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,7 @@ class Profile:
     default_model: str | None = None
     capabilities: tuple[str, ...] = ()
     context_length: int | None = None
+    model_path: str | None = None  # kind llamacpp: the GGUF file run in this process
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "provider", "name": self.name, "kind": self.kind,
@@ -213,15 +214,16 @@ def _profiles(tables: Any, path: Path) -> dict[str, Profile]:
             raise InvalidInput(f"{what} has unknown or mistyped keys: {', '.join(unknown + bad)}.",
                                hint=f"Known keys: {', '.join(PROFILE_KEYS)}.")
         kind = table.get("kind", "ollama")
-        if kind not in PROFILE_KINDS or (kind == "openai" and not table.get("base_url")):
-            raise InvalidInput(f"{what} needs kind = \"openai\" or \"ollama\" "
-                               "(and base_url for openai).")
+        if kind not in PROFILE_KINDS or (kind == "openai" and not table.get("base_url")) \
+                or (kind == "llamacpp" and not table.get("model_path")):  # fmt: skip
+            raise InvalidInput(f"{what} needs kind = \"openai\", \"ollama\" or \"llamacpp\" "
+                               "(and base_url for openai, model_path for llamacpp).")
         base_url = table.get("base_url")
         if kind == "ollama" and base_url:
             base_url = normalize_host(base_url, what)
         out[name] = Profile(name, kind, base_url, where, table.get("api_key_env"),
                             table.get("default_model"), tuple(table.get("capabilities", ())),
-                            table.get("context_length"))  # fmt: skip
+                            table.get("context_length"), table.get("model_path"))  # fmt: skip
     return out
 
 

@@ -138,3 +138,41 @@ def test_models_list_shows_the_served_model_with_its_provider(profile):
     assert r.exit_code == 0, r.stderr
     assert [(m["name"], m["provider"]) for m in r.records()] == [(ALIAS, profile)]
     assert '"code":"provider_unreachable"' in r.stderr and "'ollama'" in r.stderr
+
+
+# -- the same model in process: `kind = "llamacpp"` ---------------------------------
+
+
+@pytest.fixture
+def pocket(isolated_env: Path) -> str:
+    """A `[providers.pocket]` profile running the GGUF in this process."""
+    reason = missing()
+    if reason is not None:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+    config = isolated_env / "config" / "localgpt" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[providers.pocket]\nkind = "llamacpp"\nmodel_path = "{gguf()}"\n'
+                      f'default_model = "{ALIAS}"\ncontext_length = 2048\n')  # fmt: skip
+    return "pocket"
+
+
+def test_in_process_llamacpp_streams_with_no_server_at_all(pocket, isolated_env):
+    r = invoke("chat", "--json", "--provider", pocket, "-o", "seed", "1", "-o", "num_predict",
+               "16", "Say hello.")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    records = r.records()
+    validate_packets(records)
+    tokens = [p["payload"] for p in records if p["type"] == "token"]
+    assert len(tokens) > 1 and "".join(tokens).strip()
+    done = records[-1]["payload"]
+    assert records[-1]["type"] == "done" and done["provider"] == pocket
+    assert done["model"] == ALIAS and done["reason"] in ("stop", "length")
+    r = invoke("models", "list", "--json", "--provider", pocket)
+    assert [(m["name"], m["provider"]) for m in r.records()] == [(ALIAS, pocket)]
+    assert r.records()[0]["size"] == gguf().stat().st_size
+
+
+def test_in_process_llamacpp_names_what_it_offers(pocket):
+    r = invoke("chat", "-m", f"{pocket}:other", "hi")
+    assert r.exit_code == 4
+    assert "'other'" in r.stderr and f"Offered: {ALIAS}." in r.stderr

@@ -208,3 +208,22 @@ def test_continuing_on_a_provider_no_longer_configured_is_one_line(server, isola
     r = invoke("chat", "-c", "two")
     assert r.exit_code == 6, r.stderr
     assert "provider 'work'" in r.stderr and "--provider" in r.stderr
+
+
+# -- the in-process llama.cpp profile: what is refused before any model loads ----------
+
+
+def test_a_llamacpp_profile_without_model_path_is_one_line(isolated_env):
+    write_config(isolated_env, '[providers.pocket]\nkind = "llamacpp"\n')
+    r = invoke("chat", "--provider", "pocket", "hi")
+    assert r.exit_code == 6
+    assert "[providers.pocket]" in r.stderr and "model_path for llamacpp" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_llamacpp_model_path_that_is_no_file_is_one_line(isolated_env, tmp_path):
+    write_config(isolated_env, '[providers.pocket]\nkind = "llamacpp"\n'
+                               f'model_path = "{tmp_path}/none.gguf"\ndefault_model = "m"\n')
+    r = invoke("chat", "--provider", "pocket", "--no-save", "hi")
+    assert r.exit_code == 6, r.stderr
+    assert f"is not a file: {tmp_path}/none.gguf" in r.stderr and "Traceback" not in r.stderr

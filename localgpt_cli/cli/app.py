@@ -142,6 +142,13 @@ def open_provider(settings: Settings, name: str, timeout: float | None) -> Provi
     """A client of profile `name`; `ollama` (or "" for the plain one) with no such
     profile is the Ollama at `host`."""
     profile = settings.profiles.get(name)
+    if profile is not None and profile.kind == "llamacpp":
+        from localgpt_cli.llm.llamacpp import LlamaCppProvider
+
+        return LlamaCppProvider(
+            profile.model_path or "", name=profile.name, model=profile.default_model,
+            capabilities=profile.capabilities, context_length=profile.context_length,
+        )  # fmt: skip
     if profile is not None and profile.kind == "openai":
         from localgpt_cli.llm.openai import OpenAIProvider
 

@@ -111,7 +111,7 @@ def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class _Assembly:
+class Assembly:
     """What a stream has said so far: tool-call pieces by index, finish reason, usage."""
 
     def __init__(self) -> None:
@@ -292,7 +292,7 @@ class OpenAIProvider:
         import orjson
 
         body = self._body(model, messages, tools, options, True)
-        state = _Assembly()
+        state = Assembly()
         finished = False
         with self._errors(), self._request("POST", "/chat/completions", body, model,
                                            stream=True) as response:  # fmt: skip
@@ -325,7 +325,7 @@ class OpenAIProvider:
         body = self._body(model, messages, tools, options, False)
         with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
             reply = r.json()
-        state = _Assembly()
+        state = Assembly()
         first = state.feed(reply, self.host)
         last = state.last()
         if first is not None:
