@@ -115,6 +115,14 @@ def test_models_list_provider_flag_asks_that_one_only(server, standin):
     assert not [q for q in standin.requests if q.path == "/api/tags"]
 
 
+def test_models_show_asks_the_provider_named(server):
+    r = invoke("models", "show", "--provider", "work", "some-model", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert r.records()[0]["name"] == "some-model"
+    r = invoke("models", "show", "-p", "work", "nope")
+    assert r.exit_code == 4 and "Offered: some-model, text-embedding-3-small." in r.stderr
+
+
 # -- --provider and unknown names -----------------------------------------------
 
 
