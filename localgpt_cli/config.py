@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from localgpt_cli.errors import InvalidInput, UsageError
 
@@ -205,9 +205,9 @@ def _coerce(spec: Spec, value: Any, where: str) -> Any:
         ) from None
 
 
-PROFILE_KINDS = ("openai", "ollama")
+PROFILE_KINDS = ("openai", "ollama", "llamacpp")
 PROFILE_KEYS = {"kind": str, "base_url": str, "api_key_env": str, "default_model": str,
-                "capabilities": list, "context_length": int}  # fmt: skip
+                "capabilities": list, "context_length": int, "model_path": str}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -223,10 +223,12 @@ class Profile:
     default_model: str | None = None
     capabilities: tuple[str, ...] = ()
     context_length: int | None = None
+    model_path: str | None = None  # kind llamacpp: the GGUF file run in this process
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "provider", "name": self.name, "kind": self.kind,
                 "base_url": self.base_url, "api_key_env": self.api_key_env,
+                "api_key": mask_key(self.api_key_env),
                 "default_model": self.default_model, "source": self.source}  # fmt: skip
 
 
@@ -246,15 +248,16 @@ def _profiles(tables: Any, path: Path) -> dict[str, Profile]:
             raise InvalidInput(f"{what} has unknown or mistyped keys: {', '.join(unknown + bad)}.",
                                hint=f"Known keys: {', '.join(PROFILE_KEYS)}.")
         kind = table.get("kind", "ollama")
-        if kind not in PROFILE_KINDS or (kind == "openai" and not table.get("base_url")):
-            raise InvalidInput(f"{what} needs kind = \"openai\" or \"ollama\" "
-                               "(and base_url for openai).")
+        if kind not in PROFILE_KINDS or (kind == "openai" and not table.get("base_url")) \
+                or (kind == "llamacpp" and not table.get("model_path")):  # fmt: skip
+            raise InvalidInput(f"{what} needs kind = \"openai\", \"ollama\" or \"llamacpp\" "
+                               "(and base_url for openai, model_path for llamacpp).")
         base_url = table.get("base_url")
         if kind == "ollama" and base_url:
             base_url = normalize_host(base_url, what)
         out[name] = Profile(name, kind, base_url, where, table.get("api_key_env"),
                             table.get("default_model"), tuple(table.get("capabilities", ())),
-                            table.get("context_length"))  # fmt: skip
+                            table.get("context_length"), table.get("model_path"))  # fmt: skip
     return out
 
 
@@ -378,20 +381,46 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
 
 def _choose_profile(settings: Settings) -> None:
     """`-m NAME:MODEL` picks profile NAME when NAME is configured (`qwen3:8b` stays an Ollama
-    model with a tag); else `provider` (flag, LOCALGPT_PROVIDER, file) does. A profile's
-    default_model stands in for the default model."""
+    model with a tag; `-m NAME:` is the profile's default_model); else `provider` (flag,
+    LOCALGPT_PROVIDER, file) does. A profile's default_model stands in for the default
+    model. A provider that is not configured is one line naming those that are: a usage
+    error from a flag, a configuration error from the environment or the file."""
     values, sources, profiles = settings.values, settings.sources, settings.profiles
     prefix, sep, rest = str(values["model"]).partition(":")
-    if sep and rest and prefix in profiles:
+    if sep and (prefix in profiles or prefix == "ollama" or not rest):
+        if prefix not in profiles and prefix != "ollama":
+            unknown_provider(settings, prefix, settings.named("model"))
         values["provider"], values["model"] = prefix, rest
         sources["provider"] = sources["model"]
+        if not rest:
+            sources["model"] = "default"  # `-m work:`: the profile's default_model
     name = values["provider"]
     if name != "ollama" and name not in profiles:
-        configured = ", ".join(["ollama", *profiles])
-        raise UsageError(f"No provider profile {name!r} ({settings.named('provider')}).",
-                         hint=f"Configured: {configured}; add [providers.{name}] to "
-                         f"{config_file()}.")  # fmt: skip
+        unknown_provider(settings, name, settings.named("provider"))
     profile = profiles.get(name)
     if profile and profile.default_model and sources["model"] == "default":
         values["model"] = profile.default_model
         sources["model"] = f"default_model of [providers.{name}]"
+    elif not values["model"]:
+        raise UsageError(f"{settings.named('model')} names provider {name!r} but no model, "
+                         "and the profile has no default_model.",
+                         hint=f"Give one: -m {name}:MODEL.")  # fmt: skip
+
+
+def unknown_provider(settings: Settings, name: str, where: str) -> NoReturn:
+    configured = ", ".join(dict.fromkeys(["ollama", *settings.profiles]))
+    error = UsageError if where.startswith("--") else InvalidInput
+    raise error(f"No provider profile {name!r} ({where}); configured: {configured}.",
+                hint=f"Add [providers.{name}] to {config_file()}, or choose a configured one.")
+
+
+def mask_key(env: str | None) -> str | None:
+    """How `config` shows a profile's API key: whether its variable is set, and at most
+    its last four characters (enough to tell two keys apart, never the key)."""
+    if not env:
+        return None
+    key = os.environ.get(env)
+    if not key:
+        return f"${env} (not set)"
+    tail = key[-4:] if len(key) >= 16 else ""
+    return f"${env} (set: ****{tail})"

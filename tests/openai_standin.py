@@ -178,6 +178,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._whole(body, answer)
 
     def _embeddings(self, body: dict[str, Any]) -> None:
+        if body.get("model") not in self.standin.models:
+            msg = f"The model `{body.get('model')}` does not exist."
+            return self._error(404, msg, "invalid_request_error")
         inputs = body.get("input")
         inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
         data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]}

@@ -199,7 +199,8 @@ def test_show_a_chat_made_conversation(standin):
     assert r.exit_code == 0
     body = r.stdout.split("\n\n", 1)[1]
     assert body == ("## user\ncapital of France?\n\n"
-                    "## assistant\nthinking: 3 chars — use --thinking to show\nParis.\n")
+                    "## assistant · ollama:qwen3\n"
+                    "thinking: 3 chars — use --thinking to show\nParis.\n")
 
 
 def test_show_latest_with_no_history_exits_6(isolated_env):

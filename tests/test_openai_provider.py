@@ -182,14 +182,6 @@ def test_an_unknown_model_exits_4_listing_what_the_server_offers(server):
     assert "pull" not in r.stderr
 
 
-def test_an_unknown_profile_is_a_usage_error_listing_the_configured_ones(server, monkeypatch):
-    monkeypatch.setenv("LOCALGPT_PROVIDER", "play")
-    r = invoke("chat", "hi")
-    assert r.exit_code == 2
-    assert "'play'" in r.stderr and "LOCALGPT_PROVIDER" in r.stderr
-    assert "Configured: ollama, work" in r.stderr
-
-
 def test_a_tag_that_is_not_a_profile_keeps_its_ollama_meaning(server, standin):
     standin.script(Reply(content="From Ollama."))
     r = invoke("chat", "--json", "-m", "llama3.2:latest", "hi")

@@ -18,18 +18,18 @@ def test_chat_flags_are_exactly_the_commands_parameters():
 
 def test_queries_embed_with_the_commands_client(isolated_env):
     app = App()
-    assert app.embedder().remote() is app.client
+    assert app.embedder().remote("nomic-embed-text") == (app.client, "nomic-embed-text")
     assert app.client.timeout is None  # no --timeout: no limit, as every other call
 
 
 def test_documents_wait_120_s_for_an_embedding_unless_timeout_says_otherwise(isolated_env):
     app = App()
-    documents = app.embedder(documents=True).remote()
+    documents, _name = app.embedder(documents=True).remote("m")
     assert documents is not app.client and documents.timeout == DOCUMENT_EMBED_TIMEOUT
-    assert app.embedder(documents=True).remote() is documents  # opened once
+    assert app.embedder(documents=True).remote("m")[0] is documents  # opened once
     timed = App()
     timed.set_flag("timeout", 5.0)
-    assert timed.embedder(documents=True).remote() is timed.client
+    assert timed.embedder(documents=True).remote("m")[0] is timed.client
     assert timed.client.timeout == 5.0
 
 

@@ -37,11 +37,10 @@ class App:
     output: Output = field(default_factory=Output)
     debug: bool = False
     flags: dict[str, Any] = field(default_factory=dict)
+    embed_provider: str | None = None  # --provider of the knowledge-base commands
     _settings: Settings | None = None
-    _client: Any = None
-    _ollama: Any = None
+    _providers: dict[tuple[str, float | None], Any] = field(default_factory=dict)
     _catalog: Any = None
-    _document_embedder: Any = None
     _local_embedder: Any = None
 
     @property
@@ -56,43 +55,35 @@ class App:
             self.flags[key] = value
             self._settings = None
 
+    def provider(self, name: str | None = None, timeout: float | None = None) -> Any:
+        """The server of profile `name` (the settings' choice when None), opened once per
+        invocation; "" (and `ollama` without such a profile) is the Ollama at `host`."""
+        settings = self.settings
+        if name is None:
+            name = settings.provider or "ollama"
+        timeout = timeout or settings.timeout
+        if (name, timeout) not in self._providers:
+            self._providers[name, timeout] = open_provider(settings, name, timeout)
+        return self._providers[name, timeout]
+
     @property
     def client(self) -> Any:
         """The provider the settings choose: a `[providers.NAME]` profile, else Ollama."""
-        if self._client is None:
-            settings = self.settings
-            profile = settings.profile
-            if profile is not None and profile.kind == "openai":
-                from localgpt_cli.llm.openai import OpenAIProvider
-
-                self._client = OpenAIProvider(
-                    profile.base_url or "", name=profile.name, api_key_env=profile.api_key_env,
-                    timeout=settings.timeout, capabilities=profile.capabilities,
-                    context_length=profile.context_length,
-                )
-            else:
-                from localgpt_cli.llm.ollama import OllamaClient
-
-                host = profile.base_url if profile and profile.base_url else settings.host
-                self._client = OllamaClient(host, timeout=settings.timeout)
-        return self._client
+        return self.provider()
 
     @property
     def ollama(self) -> Any:
         """The Ollama client at `host`: `client` itself unless a profile of another kind
-        was chosen (embeddings stay on Ollama for now)."""
-        client = self.client
-        if getattr(client, "pull", None) is not None:
-            return client
-        if self._ollama is None:
-            from localgpt_cli.llm.ollama import OllamaClient
+        was chosen (pull, ps and web tools are Ollama's own)."""
+        return self._ollama_at()
 
-            self._ollama = OllamaClient(self.settings.host, timeout=self.settings.timeout)
-        return self._ollama
+    def _ollama_at(self, timeout: float | None = None) -> Any:
+        chosen = self.provider(None, timeout)
+        return chosen if getattr(chosen, "pull", None) is not None else self.provider("", timeout)
 
     @property
     def catalog(self) -> Any:
-        if self._catalog is None:
+        if self._catalog is None or self._catalog.client is not self.client:
             from localgpt_cli.llm.catalog import ModelCatalog
 
             self._catalog = ModelCatalog(self.client, cache_dir() / "models.json")
@@ -115,18 +106,18 @@ class App:
             self._local_embedder = LocalEmbedder()
         if is_local(model):
             self._local_embedder.check(str(model))
-        return RoutedEmbedder(self._local_embedder, lambda: self._server_embedder(documents))
+        return RoutedEmbedder(self._local_embedder,
+                              lambda name: self._server_embedder(documents, name))
 
-    def _server_embedder(self, documents: bool) -> Provider:
-        if not documents or self.settings.timeout:
-            return self.ollama  # the knowledge base is embedded by Ollama whatever chats
-        if self._document_embedder is None:
-            from localgpt_cli.llm.ollama import OllamaClient
-
-            self._document_embedder = OllamaClient(
-                self.settings.host, timeout=DOCUMENT_EMBED_TIMEOUT
-            )
-        return self._document_embedder
+    def _server_embedder(self, documents: bool, model: str) -> tuple[Embedder, str]:
+        """The server that embeds `model`, and the name it knows the model by:
+        `NAME:MODEL` of a configured profile goes to that profile's server, every other
+        model to Ollama (the chosen profile's when it is an Ollama, else the one at `host`)."""
+        timeout = None if not documents or self.settings.timeout else DOCUMENT_EMBED_TIMEOUT
+        name, sep, rest = model.partition(":")
+        if sep and rest and name in self.settings.profiles:
+            return self.provider(name, timeout), rest
+        return self._ollama_at(timeout), model
 
     def history(self, readonly: bool = False) -> Store | None:
         """The history database under LOCALGPT_HOME (None when read-only and absent)."""
@@ -147,6 +138,31 @@ class App:
 pass_app = click.make_pass_decorator(App, ensure=True)
 
 
+def open_provider(settings: Settings, name: str, timeout: float | None) -> Provider:
+    """A client of profile `name`; `ollama` (or "" for the plain one) with no such
+    profile is the Ollama at `host`."""
+    profile = settings.profiles.get(name)
+    if profile is not None and profile.kind == "llamacpp":
+        from localgpt_cli.llm.llamacpp import LlamaCppProvider
+
+        return LlamaCppProvider(
+            profile.model_path or "", name=profile.name, model=profile.default_model,
+            capabilities=profile.capabilities, context_length=profile.context_length,
+        )  # fmt: skip
+    if profile is not None and profile.kind == "openai":
+        from localgpt_cli.llm.openai import OpenAIProvider
+
+        return OpenAIProvider(
+            profile.base_url or "", name=profile.name, api_key_env=profile.api_key_env,
+            timeout=timeout, capabilities=profile.capabilities,
+            context_length=profile.context_length,
+        )  # fmt: skip
+    from localgpt_cli.llm.ollama import OllamaClient
+
+    host = profile.base_url if profile and profile.base_url else settings.host
+    return OllamaClient(host, timeout=timeout)
+
+
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
         ctx.ensure_object(App).output.json = True
@@ -163,6 +179,24 @@ def json_option(f: F) -> F:
         callback=_set_json,
         is_eager=True,
         help="Write NDJSON records to stdout.",
+    )(f)
+
+
+def _set_provider(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(App).set_flag("provider", value)
+
+
+def provider_option(f: F) -> F:
+    """`--provider NAME`: the `[providers.NAME]` profile to use (`ollama`: the one at
+    host); same as LOCALGPT_PROVIDER or the `NAME:` of `-m NAME:MODEL`."""
+    return click.option(
+        "-p",
+        "--provider",
+        metavar="NAME",
+        expose_value=False,
+        callback=_set_provider,
+        help="Provider profile to use ([providers.NAME]; default: LOCALGPT_PROVIDER).",
     )(f)
 
 

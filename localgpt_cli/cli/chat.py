@@ -10,7 +10,7 @@ import sys
 import click
 
 from localgpt_cli.cli.answer import answer_flags
-from localgpt_cli.cli.app import App, Finite, json_option, pass_app
+from localgpt_cli.cli.app import App, Finite, json_option, pass_app, provider_option
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.retrieval import THETA
@@ -23,6 +23,8 @@ Examples:
   git diff | localgpt chat "write a commit message"
   echo "hi" | localgpt chat
   localgpt chat -m qwen3 --hide-thinking "prove that sqrt(2) is irrational"
+  localgpt chat -m work:deepseek-chat "hi"  # a [providers.work] profile
+  localgpt chat --provider work "hi"        # the same, with its default_model
   localgpt chat -o temperature 0 -o num_ctx 8192 "summarise" < notes.txt
   localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
   localgpt chat -c "and in Python?"          # continue the latest conversation
@@ -38,7 +40,9 @@ Examples:
 
 @click.command(epilog=EPILOG)
 @click.argument("prompt", nargs=-1)
-@click.option("-m", "--model", help="Chat model (default: LOCALGPT_MODEL or config).")
+@click.option("-m", "--model",
+              help="Chat model (default: LOCALGPT_MODEL or config); NAME:MODEL picks a provider.")
+@provider_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
     "-o",

@@ -34,10 +34,14 @@ def config(app: App) -> None:
             )
         rows.append([spec.key, "" if value is None else value, source])
     for profile in settings.profiles.values():  # the key itself is never shown
+        record = profile.to_record()
         if app.output.json:
-            app.output.record(profile.to_record())
+            app.output.record(record)
+        key = f", key {record['api_key']}" if record["api_key"] else ""
+        model = f", model {profile.default_model}" if profile.default_model else ""
         rows.append([f"providers.{profile.name}",
-                     f"{profile.kind} {profile.base_url or settings.host}", profile.source])
+                     f"{profile.kind} {profile.base_url or settings.host}{model}{key}",
+                     profile.source])  # fmt: skip
     paths = [("config_file", str(config_file())), ("cache_dir", str(cache_dir()))]
     for key, value in paths:
         if app.output.json:

@@ -221,6 +221,13 @@ def _show_run(app: App, run: Ingest, dry_run: bool) -> None:
         for event in run.run():
             view.show(event)
     except ModelNotFound as exc:
+        profile = run.model.partition(":")[0]
+        if ":" in run.model and profile in app.settings.profiles:
+            raise ModelNotFound(
+                f"Embedding model {run.model!r} is not offered by provider {profile!r}.",
+                hint=f"See what it offers: localgpt models list --provider {profile}. "
+                "What was stored so far is kept.",
+            ) from exc
         raise ModelNotFound(
             f"Embedding model {run.model!r} is not available at {app.settings.host}.",
             hint=f"Pull it with: localgpt models pull {run.model} (or choose one with -m). "

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from localgpt_cli.cli.app import App, Finite
+from localgpt_cli.config import unknown_provider
+from localgpt_cli.errors import UsageError
 from localgpt_cli.render.tables import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -50,6 +52,16 @@ THRESHOLD = Finite(0.0, 1.0)
 
 
 def embed_model_option(f: F) -> F:
+    """`-m MODEL` and `--provider NAME` (the profile whose server embeds `MODEL`, the same
+    as `-m NAME:MODEL`)."""
+    f = click.option(
+        "-p",
+        "--provider",
+        metavar="NAME",
+        expose_value=False,
+        callback=lambda ctx, _p, value: setattr(ctx.ensure_object(App), "embed_provider", value),
+        help="Provider profile whose server embeds ([providers.NAME]; default: Ollama).",
+    )(f)
     return click.option(
         "-m",
         "--embed-model",
@@ -57,7 +69,8 @@ def embed_model_option(f: F) -> F:
         expose_value=False,
         callback=_setter("embed_model"),
         help="Embedding model (default: the collection's, else nomic-embed-text); "
-        "local:all-minilm-l6-v2 or local:DIR embeds in-process.",
+        "local:all-minilm-l6-v2 or local:DIR embeds in-process, NAME:MODEL through the "
+        "[providers.NAME] profile.",
     )(f)
 
 
@@ -132,9 +145,21 @@ def chosen_embed_model(app: App) -> str:
     warning). A defaulted model is left as it is: it defers to the collection's own."""
     from localgpt_cli.llm.local import canonical, is_local
 
-    model = str(app.settings.embed_model)
+    settings = app.settings
+    model = str(settings.embed_model)
     if is_local(model):  # runs in this process: nothing to ask the server
         return canonical(model)
+    profile, sep, rest = model.partition(":")
+    if sep and rest and profile in settings.profiles:
+        return model  # `work:text-embedding-3-small`: the profile's server names it as given
+    name = app.embed_provider
+    if name is not None and name != "ollama":
+        if name not in settings.profiles:
+            unknown_provider(settings, name, "--provider")
+        if not model_explicit(app):  # --provider work alone: which of its models is unsaid
+            raise UsageError(f"--provider {name} needs the embedding model too.",
+                             hint=f"Add -m MODEL (or -m {name}:MODEL).")
+        return f"{name}:{model}"
     return app.catalog.resolve(model, app.output.warn) if model_explicit(app) else model
 
 

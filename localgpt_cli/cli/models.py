@@ -6,7 +6,9 @@ from typing import Any
 
 import click
 
-from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.app import App, json_option, pass_app, provider_option
+from localgpt_cli.config import cache_dir
+from localgpt_cli.llm.provider import ModelSummary
 from localgpt_cli.render.tables import human_size, print_table
 
 EPILOG = """\b
@@ -14,6 +16,7 @@ Examples:
   localgpt models                      # same as: localgpt models list
   localgpt models --json | jq -r .name
   localgpt models show qwen3
+  localgpt models show -p work deepseek-chat
   localgpt models ps
   localgpt models pull llama3.2
 """
@@ -26,40 +29,77 @@ _refresh_option = click.option(
 
 @click.group(invoke_without_command=True, epilog=EPILOG)
 @_refresh_option
+@provider_option
 @json_option
 @click.pass_context
 def models(ctx: click.Context, refresh: bool) -> None:
-    """List, inspect and pull the models of the Ollama server."""
+    """List and inspect the models of every provider; pull to Ollama."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_cmd, refresh=refresh)
 
 
-@models.command("list", epilog="Example:\n\n  localgpt models list --refresh --json")
+@models.command("list", epilog="""\b
+Examples:
+  localgpt models list --refresh --json
+  localgpt models list --provider work""")
 @_refresh_option
+@provider_option
 @json_option
 @pass_app
 def list_cmd(app: App, refresh: bool) -> None:
-    """List installed models: name, size, family, parameters, quantization, modified."""
-    found, _cached = app.catalog.list(refresh=refresh)
+    """List every provider's models: name, size, family, parameters, quantization,
+    modified, and the provider (a profile that does not answer is a warning)."""
+    listed = list_providers(app, refresh)
     if app.output.json:
-        for m in found:
-            app.output.record(m.to_record())
+        for name, m in listed:
+            app.output.record({**m.to_record(), "provider": name})
         return
+    several = len({name for name, _m in listed}) > 1 or bool(app.settings.profiles)
     rows = [
-        [m.name, human_size(m.size), m.family or "", m.parameters or "", m.quantization or "",
-         (m.modified_at or "")[:19].replace("T", " ")]
-        for m in found
-    ]
+        [m.name, human_size(m.size) if m.size else "", m.family or "", m.parameters or "",
+         m.quantization or "", (m.modified_at or "")[:19].replace("T", " ")]
+        + ([name] if several else [])
+        for name, m in listed
+    ]  # fmt: skip
+    columns = ["NAME", "SIZE", "FAMILY", "PARAMS", "QUANT", "MODIFIED"]
     print_table(
         app.output,
-        ["NAME", "SIZE", "FAMILY", "PARAMS", "QUANT", "MODIFIED"],
+        columns + (["PROVIDER"] if several else []),
         rows,
         empty="No models installed. Pull one with: localgpt models pull llama3.2",
     )
 
 
+def list_providers(app: App, refresh: bool) -> list[tuple[str, ModelSummary]]:
+    """The models of the chosen provider (`--provider`), else of every configured one and
+    the Ollama at `host`. One that cannot be asked is a warning while another answers;
+    when none does, the first failure is the command's error."""
+    from localgpt_cli.errors import LocalGPTError
+    from localgpt_cli.llm.catalog import ModelCatalog
+
+    settings = app.settings
+    chosen = settings.sources["provider"] == "flag"
+    names = [settings.provider] if chosen else list(dict.fromkeys(["ollama", *settings.profiles]))
+    listed: list[tuple[str, ModelSummary]] = []
+    failures: list[LocalGPTError] = []
+    for name in names:
+        cache = cache_dir() / ("models.json" if name == "ollama" else f"models-{name}.json")
+        try:
+            found, _cached = ModelCatalog(app.provider(name), cache).list(refresh=refresh)
+        except LocalGPTError as exc:
+            failures.append(exc)
+            if len(names) > 1:
+                app.output.warn("provider_unreachable", f"provider {name!r}: {exc}")
+            continue
+        listed.extend((name, m) for m in found)
+    if failures and len(failures) == len(names):
+        raise failures[0]
+    return listed
+
+
 @models.command("show", epilog="Example:\n\n  localgpt models show qwen3 --json | jq .capabilities")
 @click.argument("name")
+@provider_option
 @json_option
 @pass_app
 def show_cmd(app: App, name: str) -> None:

@@ -180,7 +180,8 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     conversation = _continued(store, flags.cid) if continuing else None
     settings = app.settings
     turns = ChatTurns(
-        app, flags, model=_model(app, conversation), system=flags.system or settings.system,
+        app, flags, model=_model(app, conversation, store),
+        system=flags.system or settings.system,
         window=settings.window, options=options, files=files,
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
@@ -199,12 +200,24 @@ def _continued(store: Store | None, cid: str | None) -> Conversation:
     return conversation
 
 
-def _model(app: App, conversation: Conversation | None) -> str:
-    """The model to ask: flag, env or config; continuing keeps the conversation's model
-    unless one was chosen."""
-    model = app.settings.model
-    if conversation is not None and app.settings.sources["model"] == "default":
+def _model(app: App, conversation: Conversation | None, store: Store | None) -> str:
+    """The model to ask: flag, env or config; continuing keeps the conversation's model,
+    on the provider its last answer came from, unless a model or provider was chosen."""
+    settings = app.settings
+    model = settings.model
+    chosen = settings.sources["model"] != "default" or settings.sources["provider"] != "default"
+    if conversation is not None and store is not None and not chosen:
         model = conversation.model  # continuing keeps the conversation's model
+        answered = [m for m in store.messages(conversation.id, last=20) if m.role == "assistant"]
+        last = answered[-1].metadata if answered else {}
+        provider = last.get("provider")
+        if provider and provider != settings.provider:
+            if provider not in (*settings.profiles, "ollama"):
+                raise InvalidInput(
+                    f"The conversation was on provider {provider!r}, which is not configured "
+                    "any more.", hint="Continue it on another with --provider NAME or -m.")
+            app.set_flag("provider", provider)
+        model = last.get("model") or model
     return app.catalog.resolve(model, app.output.warn)  # qwen3 -> the one qwen3:* installed
 
 

@@ -322,7 +322,8 @@ class Turn:
             self.store.add_message(
                 self.conversation_id, "assistant", message["content"],
                 thinking=message.get("thinking"), tool_calls=message["tool_calls"],
-                metadata={"model": self.request.model, "step": "tool_calls"},
+                metadata={"model": self.request.model, "provider": self.request.provider,
+                          "step": "tool_calls"},
             )
 
     def _persist(self, reason: str, timings: dict[str, int | None]) -> None:
@@ -333,6 +334,7 @@ class Turn:
         metadata: dict[str, Any] = {
             "done_reason": reason,
             "model": self.request.model,
+            "provider": self.request.provider,
             "usage": {"prompt_tokens": state.prompt_tokens if state else None,
                       "completion_tokens": state.completion_tokens if state else None},
             "timings": timings,

@@ -221,16 +221,19 @@ class LocalEmbedder:
 
 
 class RoutedEmbedder:
-    """Embeds with the local provider for `local:` models and with `remote()` (the model
-    server, opened only when needed) for every other: a collection's own model decides."""
+    """Embeds with the local provider for `local:` models and with `remote(model)` for
+    every other: a collection's own model decides. `remote` answers the server (opened
+    only when needed) and the name that server knows the model by (`work:m3` -> `m3` on
+    the server of profile `work`)."""
 
-    def __init__(self, local: LocalEmbedder, remote: Callable[[], Embedder]) -> None:
+    def __init__(self, local: LocalEmbedder,
+                 remote: Callable[[str], tuple[Embedder, str]]) -> None:  # fmt: skip
         self.local = local
         self.remote = remote
 
     @property
     def host(self) -> str:
-        return self.remote().host
+        return self.remote("")[0].host
 
     def embed(
         self,
@@ -240,5 +243,7 @@ class RoutedEmbedder:
         batch_size: int = 64,
         stats: EmbedStats | None = None,
     ) -> list[list[float]]:
-        target: Embedder = self.local if is_local(model) else self.remote()
-        return target.embed(model, inputs, batch_size=batch_size, stats=stats)
+        if is_local(model):
+            return self.local.embed(model, inputs, batch_size=batch_size, stats=stats)
+        target, name = self.remote(model)
+        return target.embed(name, inputs, batch_size=batch_size, stats=stats)

@@ -111,7 +111,7 @@ def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class _Assembly:
+class Assembly:
     """What a stream has said so far: tool-call pieces by index, finish reason, usage."""
 
     def __init__(self) -> None:
@@ -186,8 +186,11 @@ class OpenAIProvider:
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
+            # Plain http:// has no TLS, so the CA bundle is not loaded (0.1 s of every
+            # start-up); redirects are not followed, so no https:// is reached unverified.
             self._http = httpx.Client(base_url=self.host, headers=headers,
-                                      timeout=httpx.Timeout(self.timeout))  # fmt: skip
+                                      timeout=httpx.Timeout(self.timeout),
+                                      verify=self.host.startswith("https://"))  # fmt: skip
         return self._http
 
     # -- errors ----------------------------------------------------------------
@@ -289,7 +292,7 @@ class OpenAIProvider:
         import orjson
 
         body = self._body(model, messages, tools, options, True)
-        state = _Assembly()
+        state = Assembly()
         finished = False
         with self._errors(), self._request("POST", "/chat/completions", body, model,
                                            stream=True) as response:  # fmt: skip
@@ -328,7 +331,7 @@ class OpenAIProvider:
             body["response_format"] = {"type": "json_object"}
         with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
             reply = r.json()
-        state = _Assembly()
+        state = Assembly()
         first = state.feed(reply, self.host)
         last = state.last()
         if first is not None:

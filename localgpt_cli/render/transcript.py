@@ -103,6 +103,9 @@ def _unfinished(message: Message) -> str | None:
 def _heading(message: Message) -> str:
     if message.role == "tool" and message.tool_name:
         return f"tool: {message.tool_name}"
+    provider, model = message.metadata.get("provider"), message.metadata.get("model")
+    if message.role == "assistant" and provider and model:
+        return f"assistant · {provider}:{model}"  # which server answered, message by message
     return message.role
 
 

@@ -1,15 +1,18 @@
 """Streaming through the OpenAI-compatible provider: `chat --json -m bench:MODEL` vs a bare
-httpx SSE reader, both against `python -m tests.openai_standin`.
+httpx SSE reader and vs the `openai` SDK, all against `python -m tests.openai_standin`.
 
 Run: python -m tests.bench.openai_streaming [--tokens 20000] [--runs 7]
 Target: localgpt <= 1.3x the wall time of the 15-line httpx script (same stand-in, same
-run, round-robin), as for Ollama in tests/bench/streaming.py.
+run, round-robin), as for Ollama in tests/bench/streaming.py. The SDK case answers the
+issue's question of which HTTP layer to use; it runs when `openai` is installed
+(`pip install openai`; not a dependency of localgpt).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -33,6 +36,18 @@ with httpx.stream("POST", sys.argv[1] + "/chat/completions", json=body, timeout=
         if choices:
             out.write(choices[0]["delta"].get("content") or "")
             out.flush()
+"""
+
+SDK_CLIENT = """
+import sys, openai
+client = openai.OpenAI(base_url=sys.argv[1], api_key="none", timeout=None)
+out = sys.stdout
+stream = client.chat.completions.create(model="some-model", stream=True,
+                                        messages=[{"role": "user", "content": "go"}])
+for chunk in stream:
+    if chunk.choices:
+        out.write(chunk.choices[0].delta.content or "")
+        out.flush()
 """
 
 
@@ -63,6 +78,8 @@ def main() -> None:
             "localgpt chat --json": lambda: wall([sys.executable, "-m", "localgpt_cli", "chat",
                                                   "--json", "-m", "bench:some-model", "go"]),
         }
+        if importlib.util.find_spec("openai") is not None:
+            cases["openai SDK, 10 lines"] = lambda: wall([sys.executable, "-c", SDK_CLIENT, url])
         medians = interleaved_medians(cases, args.runs)
     base = medians["httpx SSE, 15 lines"]
     print(f"{args.tokens} tokens, median of {args.runs} runs (round-robin):")
