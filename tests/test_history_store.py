@@ -186,6 +186,28 @@ def test_appending_to_an_unknown_conversation_is_not_found(store: SQLiteStore):
         store.add_message(store.create_conversation("m").id, "robot", "beep")
 
 
+def test_update_metadata_merges_removes_and_leaves_the_rest(store: SQLiteStore, db: Path):
+    conv = store.create_conversation("m")
+    store.add_message(conv.id, "user", "remember the walrus")
+    message = store.add_message(
+        conv.id, "assistant", "noted", metadata={"done_reason": "stop", "model": "m"}
+    )
+    updated = store.update_metadata(message.id, {"important": True, "model": None})
+    assert updated.metadata == {"done_reason": "stop", "important": True}
+    assert store.get_message(message.id) == updated
+    assert (updated.content, updated.seq, updated.created_at) == ("noted", 1, message.created_at)
+    assert store.update_metadata(message.id, {"gone": None}).metadata == updated.metadata
+    assert [h.message_id for h in store.search("walrus")] == [store.messages(conv.id)[0].id]
+    assert fts_index_rows(db, "noted") == 1
+
+
+def test_update_metadata_of_an_unknown_message_is_not_found(store: SQLiteStore):
+    with pytest.raises(NotFound) as err:
+        store.update_metadata("01AAAAAAAAAAAAAAAAAAAAAAAA", {"important": True})
+    assert err.value.exit_code == EXIT_INVALID
+    assert "01AAAAAAAAAAAAAAAAAAAAAAAA" in str(err.value)
+
+
 # -- titles -------------------------------------------------------------------------------
 
 

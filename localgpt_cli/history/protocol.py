@@ -48,6 +48,13 @@ class Store(Protocol):
         """Append a message to a conversation (a full id), stored when this returns."""
         ...
 
+    def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
+        """Merge `changes` into a message's metadata; a None value removes that key.
+
+        The rest of the message is unchanged. NotFound for an unknown message id.
+        """
+        ...
+
     def latest(self) -> Conversation | None:
         """The most recently updated conversation (what `chat -c` continues), if any."""
         ...
