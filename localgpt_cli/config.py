@@ -43,6 +43,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
+    # [memory] in config.toml (kernel/memory.py)
+    Spec("memory.recent_turns", None, 4, int, "last turns always sent whole (G)"),
+    Spec("memory.half_life_turns", None, 30.0, float, "older turns fade by half every N turns"),
+    Spec("memory.half_life_days", None, None, float, "and every N days (default: no time fading)"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
@@ -149,6 +153,7 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
+    data = _flatten_tables(data, path)
     unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
     if unknown:
         raise InvalidInput(
@@ -156,6 +161,30 @@ def _load_file(path: Path) -> dict[str, Any]:
             hint=f"Known settings: {', '.join(SPEC_BY_KEY)}.",
         )
     return data
+
+
+def _flatten_tables(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`[memory]` keys as `memory.KEY`, the names `localgpt config` shows them by."""
+    table = data.get("memory")
+    if table is None:
+        return data
+    if not isinstance(table, dict):
+        raise InvalidInput(f"`memory` in {path} must be a table: [memory].")
+    rest = {k: v for k, v in data.items() if k != "memory"}
+    return {**rest, **{f"memory.{k}": v for k, v in table.items()}}
+
+
+def _check_ranges(settings: Settings) -> None:
+    """Memory settings that would make no sense are refused, naming where they came from."""
+    for key, low, strict in (("memory.recent_turns", 0, False),
+                             ("memory.half_life_turns", 0, True),
+                             ("memory.half_life_days", 0, True)):  # fmt: skip
+        value = settings.values[key]
+        if value is not None and (value < low or (strict and value == low)
+                                  or value != value or value == float("inf")):
+            bound = f"> {low}" if strict else f">= {low}"
+            raise InvalidInput(f"Setting {key!r} from {settings.sources[key]} must be a "
+                               f"finite number {bound}, got {value!r}.")
 
 
 def _coerce(spec: Spec, value: Any, where: str) -> Any:
@@ -318,6 +347,7 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
             value, source = spec.default, "default"
         settings.values[spec.key] = _coerce(spec, value, source)
         settings.sources[spec.key] = source
+    _check_ranges(settings)
     settings.values["host"] = normalize_host(settings.values["host"], settings.named("host"))
     settings.profiles = _profiles(from_file.get("providers", {}), path)
     _choose_profile(settings)

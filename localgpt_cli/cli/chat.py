@@ -29,7 +29,8 @@ Examples:
   localgpt chat --functions mytools.py "what's the weather in Oslo?"
   localgpt chat "how do I reset the VPN?"   # retrieves from ingested documents
   localgpt chat -f report.pdf --lock "summarise the findings"
-  localgpt chat            # interactive: /new starts over, /exit quits
+  localgpt chat -c --explain "what was the build server called?"
+  localgpt chat            # interactive: /new starts over, /remember, /exit
 """
 
 
@@ -60,7 +61,7 @@ Examples:
 @click.option("--cid", metavar="ID", help="Continue this conversation (a unique id prefix).")
 @click.option("--no-save", is_flag=True, help="Do not store this exchange in the history.")
 @click.option("--window", type=click.IntRange(min=0), metavar="N",
-              help="History messages to send along (default 20).")
+              help="At most N earlier messages in the prompt (default 20).")
 @click.option("--tools/--no-tools", default=True,
               help="Let the model call tools (default: when it can).")
 @click.option("-T", "--tool", "only_tools", multiple=True, metavar="NAME",
@@ -80,6 +81,8 @@ Examples:
 @click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               metavar="PATH", help="Put a whole file into the context (repeatable).")
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
+@click.option("--explain", is_flag=True,
+              help="Say on stderr which earlier turns memory kept or dropped, and why.")
 @json_option
 @pass_app
 @pass_flags

@@ -318,3 +318,10 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
         elif old:
             return
     print_pruned(app.output, removed, age, words, before)
+
+
+# -- mark (conversation memory, issue 17): its own module ---------------------------------
+
+from localgpt_cli.cli.history_mark import mark  # noqa: E402
+
+history.add_command(mark)

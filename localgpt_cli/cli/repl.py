@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from localgpt_cli.cli.turn import ChatTurns
 
-HELP = "/new starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops an answer."
+HELP = ("/new starts a new conversation, /remember keeps the last turn in memory (it never "
+        "fades), /exit (or Ctrl-D) quits, Ctrl-C stops an answer.")
 
 
 def run_repl(turns: ChatTurns) -> None:
@@ -18,6 +19,7 @@ def run_repl(turns: ChatTurns) -> None:
     screen = ReplScreen(turns.app.output)
     screen.greet(turns.model, HELP)
     conversation_id = turns.conversation_id
+    last_answer: str | None = None  # the message id /remember marks
     while True:
         try:
             text = screen.ask()
@@ -32,11 +34,26 @@ def run_repl(turns: ChatTurns) -> None:
         if text in ("/exit", "/quit", "/bye"):
             return
         if text == "/new":
-            conversation_id = None
+            conversation_id = last_answer = None
             screen.note("New conversation.")
+            continue
+        if text == "/remember":
+            screen.note(remember(turns, last_answer))
             continue
         if text in ("/help", "/?"):
             screen.note(HELP)
             continue
         outcome = turns.run(turns.request(text, conversation_id=conversation_id))
         conversation_id = outcome.conversation_id or conversation_id
+        last_answer = outcome.message_id or last_answer
+
+
+def remember(turns: ChatTurns, message_id: str | None) -> str:
+    """Mark the last turn important (its answer's `metadata["important"]`): conversation
+    memory then never lets it fade. Returns what to tell the user."""
+    if turns.store is None or turns.flags.no_save:
+        return "Nothing is stored with --no-save, so there is no turn to remember."
+    if message_id is None:
+        return "No turn to remember yet: ask something first."
+    turns.store.update_metadata(message_id, {"important": True})
+    return "Remembered: the last turn stays in this conversation's memory."

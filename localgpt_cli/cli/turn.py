@@ -55,6 +55,7 @@ class ChatFlags:
     collection: str | None
     files: tuple[str, ...]
     lock: bool
+    explain: bool = False  # the memory report on stderr
 
 
 def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
@@ -71,6 +72,7 @@ def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]
 class TurnOutcome:
     code: int
     conversation_id: str | None
+    message_id: str | None = None  # the stored answer (what /remember marks)
 
 
 @dataclass
@@ -94,7 +96,9 @@ class ChatTurns:
     ) -> TurnRequest:
         """The typed request for one turn: this chat's flags, with the turn's prompt, piped
         text and conversation."""
+        from localgpt_cli.kernel.memory import memory_settings
         from localgpt_cli.kernel.session import TurnRequest
+        from localgpt_cli.project_memory import ProjectMemory
 
         flags = self.flags
         return TurnRequest(
@@ -111,12 +115,16 @@ class ChatTurns:
             window=self.window,
             max_iterations=flags.max_iterations,
             files=self.files,
+            memory=memory_settings(self.app.settings.values),
+            project_memory=ProjectMemory(self.app.settings.home_dir).texts_for(
+                self.app.settings.collection),
         )
 
     def run(self, request: TurnRequest) -> TurnOutcome:
         """Run one turn through a renderer; the exit code is 130 when interrupted."""
         from localgpt_cli.kernel.session import Turn
         from localgpt_cli.render.chat import chat_renderer
+        from localgpt_cli.render.memory import explain_memory
 
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
@@ -125,11 +133,13 @@ class ChatTurns:
         try:
             for packet in turn:
                 renderer.packet(packet)
+                if packet["type"] == "memory" and self.flags.explain:
+                    explain_memory(app.output.stderr, packet["payload"])
         except KeyboardInterrupt:
             for packet in turn.abort():
                 renderer.packet(packet)
             renderer.close()
-            return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id)
+            return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id, turn.message_id)
         except BrokenPipeError:
             # The reader of stdout left (`| head -1`): stop the model and store the answer as
             # far as it got (`aborted`, or as it ended if `done` came first); main.py exits 141.
@@ -139,8 +149,8 @@ class ChatTurns:
         if turn.error is not None:
             if app.output.json:
                 sys.stderr.write(f"localgpt: error: {turn.error}\n")
-            return TurnOutcome(turn.error.exit_code, turn.conversation_id)
-        return TurnOutcome(0, turn.conversation_id)
+            return TurnOutcome(turn.error.exit_code, turn.conversation_id, turn.message_id)
+        return TurnOutcome(0, turn.conversation_id, turn.message_id)
 
 
 def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None]:

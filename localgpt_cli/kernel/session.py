@@ -35,6 +35,7 @@ from localgpt_cli.kernel.grounding import (
     sources_block,
 )
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
+from localgpt_cli.kernel.memory import MemorySettings, episodes, project_block, recall
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.kernel.strategy import Warn
@@ -77,6 +78,8 @@ class TurnRequest:
     window: int = DEFAULT_WINDOW
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    project_memory: list[str] = field(default_factory=list)  # facts, right after the system
 
     def user_content(self, piped: str | None = None) -> str:
         """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of
@@ -132,6 +135,7 @@ class Turn:
         self.toolbox = toolbox
         self.retriever = retriever
         self.retrieved: Retrieved | None = None
+        self.memory: dict[str, Any] | None = None  # the `memory` packet's payload
         self.factory = factory or PacketFactory()
         self.warn = warn or (lambda code, message: None)
         self.error: LocalGPTError | None = None
@@ -181,6 +185,8 @@ class Turn:
             messages, options = self._context(info)
             if self.retrieved is not None:
                 yield self.factory.make("sources", self.retrieved.payload())
+            if self.memory is not None:
+                yield self.factory.make("memory", self.memory)
             offered, enabled = self._tools(plan.use_tools)
             self.loop = AgentLoop(
                 self.client, request.model, self.factory, tools=offered, enabled=enabled,
@@ -231,6 +237,8 @@ class Turn:
         options = dict(request.options)
         context_length = options.get("num_ctx") or info.context_length or SERVER_DEFAULT_CTX
         pinned = [{"role": "system", "content": request.system}] if request.system else []
+        if request.project_memory:
+            pinned.append({"role": "system", "content": project_block(request.project_memory)})
         budget = prompt_budget(context_length, options)
         attached = files_block(request.files, budget, self.warn, self.cuts)
         if attached:
@@ -239,23 +247,37 @@ class Turn:
             pinned.append({"role": "system", "content": sources_block(self.retrieved)})
         pinned_tokens = sum(message_tokens(m) for m in pinned)
         self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
-        history: list[dict[str, Any]] = []
+        stored: list[Message] = []
         if self.store is not None and self.conversation_id is not None:
-            history = replay(self.store.messages(self.conversation_id, last=request.window))
+            stored = self.store.messages(self.conversation_id)
         current = {"role": "user", "content": self.user_content}
         if self.store is not None and request.save:
             if self.conversation_id is None:
                 self.conversation_id = self.store.create_conversation(request.model).id
             self.store.add_message(self.conversation_id, "user", current["content"])
             self._user_stored = True
+        history = self._recall(stored, budget - pinned_tokens - message_tokens(current))
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
-            window=request.window,
+            window=len(history),
         )
         num_ctx = needed_num_ctx(assembled.estimated_tokens, context_length, options)
         if num_ctx:
             options["num_ctx"] = num_ctx
         return assembled.messages, options
+
+    def _recall(self, stored: list[Message], budget: int) -> list[dict[str, Any]]:
+        """The earlier turns worth sending (kernel/memory.py); the report is the `memory`
+        packet, sent when the conversation has earlier turns."""
+        if not stored:
+            return []
+        request = self.request
+        files = [(f.path, f.text) for f in request.files]
+        question = request.prompt or (request.stdin_text or "")
+        recalled = recall(episodes(stored, replay), question, budget, request.memory,
+                          files=files, max_messages=request.window)
+        self.memory = recalled.report
+        return recalled.messages
 
     def _fit_user_content(self, room: int, context_length: int) -> str:
         """The user message within `room` estimated tokens (what the budget leaves after
