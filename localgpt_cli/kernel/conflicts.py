@@ -27,11 +27,13 @@ MAX_LINE = 300  # longer sentences are not read as statements of a value
 
 _WORD = re.compile(r"[^\W_]+(?:[-.'/:][^\W_]+)*")
 _CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n")
-_FACT = re.compile(
-    r"^(?P<key>[^:=]{1,80}?)\s*(?:\b(?:is|are|was|were)\s+(?:called|named|set\s+to)\b"
-    r"|\b(?:is|are|was|were)\b|=|:)\s*(?P<value>\S.*)$",
+_VERB = re.compile(
+    r"^(?P<key>.{1,80}?)\s+(?:is|are|was|were)(?:\s+(?:now|still|actually))?"
+    r"(?:\s+(?:called|named|set\s+to))?\s+(?P<value>\S.*)$",
     re.IGNORECASE,
 )
+_ASSIGN = re.compile(r"^(?P<key>[^:=]{1,60}?)\s*[:=]\s*(?P<value>\S.*)$")
+_KEY_START = re.compile(r".*[,;:(]")  # the key is what follows the last of these
 _ARTICLES = frozenset({"a", "an", "the", "now", "still", "actually"})
 _NOT_KEYS = frozenset({
     "a", "an", "the", "my", "our", "your", "their", "his", "her", "its", "this", "that",
@@ -58,14 +60,15 @@ def facts(text: str) -> dict[str, str]:
         clause = clause.strip(" \t-*#>`\"'")
         if not clause or len(clause) > MAX_LINE:
             continue
-        m = _FACT.match(clause)
+        m = _VERB.match(clause) or _ASSIGN.match(clause)
         if m is None:
             continue
-        key_words = [w for w in _words(m.group("key")) if w not in _NOT_KEYS]
+        key = _KEY_START.sub("", m.group("key"))
+        key_words = [w for w in _words(key) if w not in _NOT_KEYS]
         values = [w for w in _words(m.group("value")) if w not in _ARTICLES]
         if not key_words or not values or values[0] in _NOT_VALUES:
             continue
-        if len(_words(m.group("key"))) > 6:
+        if len(_words(key)) > 6:
             continue  # a long clause before "is" is prose, not a name for a value
         out[" ".join(key_words[-3:])] = values[0].rstrip(".:")
     return out
