@@ -31,8 +31,8 @@ def print_facts(output: Output, facts: Sequence[Fact], status: str | None = None
 def _turn(entry: dict[str, Any]) -> str:
     extra = []
     if "score" in entry:
-        extra.append(f"score {entry['score']:.2f} = relevance {entry['relevance']:.2f}"
-                     f" + prior, x fade {entry['fade']:.2f}")
+        extra.append(f"score {entry['score']:.2f} = (relevance {entry['relevance']:.2f}"
+                     f" + 0.1) x fade {entry['fade']:.2f}")
     if entry.get("important"):
         extra.append("important")
     if "tokens" in entry:
