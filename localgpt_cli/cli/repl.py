@@ -51,9 +51,9 @@ def run_repl(turns: ChatTurns) -> None:
 def remember(turns: ChatTurns, message_id: str | None) -> str:
     """Mark the last turn important (its answer's `metadata["important"]`): conversation
     memory then never lets it fade. Returns what to tell the user."""
-    if turns.store is None or turns.flags.no_save:
-        return "Nothing is stored with --no-save, so there is no turn to remember."
-    if message_id is None:
+    if message_id is None or turns.store is None:
+        if turns.flags.no_save:
+            return "Nothing is stored with --no-save, so there is no turn to remember."
         return "No turn to remember yet: ask something first."
     turns.store.update_metadata(message_id, {"important": True})
     return "Remembered: the last turn stays in this conversation's memory."
