@@ -43,6 +43,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
+    Spec("history.backend", "LOCALGPT_HISTORY_BACKEND", "sqlite", str,
+         "where history is kept: sqlite (<home>/history.db), memory, postgres"),
+    Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,
+         "postgresql://… URL of a shared history (its password is never shown)"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
@@ -149,6 +153,7 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
+    data = _flatten(data)
     unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
     if unknown:
         raise InvalidInput(
@@ -156,6 +161,42 @@ def _load_file(path: Path) -> dict[str, Any]:
             hint=f"Known settings: {', '.join(SPEC_BY_KEY)}.",
         )
     return data
+
+
+def _flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """`[history]` tables (and TOML's dotted keys, `history.url = …`, which are the same
+    thing) as the flat `history.url` keys of SPECS; other tables stay as they are."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and any(k.startswith(key + ".") for k in SPEC_BY_KEY):
+            out.update({f"{key}.{sub}": v for sub, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+HISTORY_BACKENDS = ("sqlite", "memory", "postgres")
+
+
+def history_backend(settings: Settings) -> tuple[str, str | None]:
+    """The history backend and, for postgres, its URL.
+
+    A `history.url` alone chooses postgres; `history.backend = "postgres"` without a URL
+    connects as libpq's PG* variables (PGHOST, PGUSER, PGPASSWORD, …) say.
+    """
+    backend = str(settings.values["history.backend"]).strip().lower()
+    url = settings.values["history.url"]
+    if backend not in HISTORY_BACKENDS:
+        raise UsageError(f"history.backend {backend!r} ({settings.named('history.backend')}) "
+                         f"is not one of {', '.join(HISTORY_BACKENDS)}.")  # fmt: skip
+    if url and not str(url).startswith(("postgresql://", "postgres://")):
+        raise UsageError(f"history.url ({settings.named('history.url')}) must start with "
+                         "postgresql://.", hint="e.g. postgresql://user@db-host/localgpt")
+    if url and settings.sources["history.backend"] == "default":
+        backend = "postgres"
+    if backend == "postgres":
+        return backend, str(url or "postgresql://")
+    return backend, None
 
 
 def _coerce(spec: Spec, value: Any, where: str) -> Any:

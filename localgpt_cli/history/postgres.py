@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from localgpt_cli.errors import (
     AuthFailed,
@@ -53,13 +53,18 @@ CONNECT_TIMEOUT = 10  # seconds: an unreachable server is reported, not waited f
 
 
 def masked(url: str) -> str:
-    """`url` with any password replaced by `***`, fit to print."""
+    """`url` with its password (in the user part or a `password=` parameter) as `***`."""
     parts = urlsplit(url)
-    if parts.password is None:
+    if parts.password is None and "password" not in parts.query.lower():
         return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    if parts.password is not None:
+        user, host = parts.netloc.rsplit("@", 1)
+        parts = parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}")
+    if parts.query:
+        query = [(k, "***" if k.lower() == "password" else v)
+                 for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+        parts = parts._replace(query=urlencode(query, safe="*"))
+    return urlunsplit(parts)
 
 
 def is_postgres_url(url: str | None) -> bool:

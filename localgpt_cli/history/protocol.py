@@ -2,8 +2,8 @@
 
 `SQLiteStore` (history/sqlite.py, the default), `MemoryStore` (memory.py: `--no-save`,
 `history.backend = "memory"`) and `PostgresStore` (postgres.py: `history.url`) implement
-it; `open_store` (history/__init__.py... see cli/app.py) picks one. The protocol holds
-only what the callers use.
+it, and `App.history()` (cli/app.py) picks one; the history tests run on all three. The
+protocol holds only what the callers use.
 
 How a turn is meant to be stored (the kernel's side of the contract):
 1. `add_message(cid, "user", text)` before the model is called;
@@ -59,6 +59,14 @@ class Store(Protocol):
     def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
         """Store an exported conversation under its own ids (`history import`); returns
         how many messages were new, so importing the same export twice adds nothing."""
+        ...
+
+    def get(self, conversation_id: str) -> Conversation:
+        """The conversation with exactly this id (NotFound otherwise)."""
+        ...
+
+    def get_message(self, message_id: str) -> Message:
+        """The message with exactly this id (NotFound otherwise)."""
         ...
 
     def latest(self) -> Conversation | None:
