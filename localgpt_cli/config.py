@@ -43,10 +43,13 @@ SPECS: tuple[Spec, ...] = (
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
-    # [memory] in config.toml (kernel/memory.py)
     Spec("memory.recent_turns", None, 4, int, "last turns always sent whole (G)"),
     Spec("memory.half_life_turns", None, 30.0, float, "older turns fade by half every N turns"),
     Spec("memory.half_life_days", None, None, float, "and every N days (default: no time fading)"),
+    Spec("history.backend", "LOCALGPT_HISTORY_BACKEND", "sqlite", str,
+         "where history is kept: sqlite (<home>/history.db), memory, postgres"),
+    Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,
+         "postgresql://… URL of a shared history (its password is never shown)"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
@@ -88,10 +91,8 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     if "://" in raw:
         scheme, rest = raw.split("://", 1)
         if scheme not in ("http", "https"):
-            raise UsageError(
-                f"{name} {value!r} has scheme {scheme!r}.",
-                hint="Use http://host:port or https://host:port.",
-            )
+            raise UsageError(f"{name} {value!r} has scheme {scheme!r}.",
+                             hint="Use http://host:port or https://host:port.")
     path = ""
     if "/" in rest:
         rest, path = rest.split("/", 1)
@@ -134,9 +135,7 @@ def _check_ipv6(host: str, value: str, name: str) -> None:
     try:
         ipaddress.IPv6Address(host)
     except ValueError:
-        raise UsageError(
-            f"{name} {value!r} is not a valid IPv6 address.", hint=HOST_HINT
-        ) from None
+        raise UsageError(f"{name} {value!r} is not a valid IPv6 address.", hint=HOST_HINT) from None
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -153,7 +152,7 @@ def _load_file(path: Path) -> dict[str, Any]:
         raise InvalidInput(
             f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
         ) from None
-    data = _flatten_tables(data, path)
+    data = _flatten(data)
     unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
     if unknown:
         raise InvalidInput(
@@ -163,28 +162,40 @@ def _load_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _flatten_tables(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """`[memory]` keys as `memory.KEY`, the names `localgpt config` shows them by."""
-    table = data.get("memory")
-    if table is None:
-        return data
-    if not isinstance(table, dict):
-        raise InvalidInput(f"`memory` in {path} must be a table: [memory].")
-    rest = {k: v for k, v in data.items() if k != "memory"}
-    return {**rest, **{f"memory.{k}": v for k, v in table.items()}}
+def _flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """`[history]` tables (and TOML's dotted keys, `history.url = …`, which are the same
+    thing) as the flat `history.url` keys of SPECS; other tables stay as they are."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and any(k.startswith(key + ".") for k in SPEC_BY_KEY):
+            out.update({f"{key}.{sub}": v for sub, v in value.items()})
+        else:
+            out[key] = value
+    return out
 
 
-def _check_ranges(settings: Settings) -> None:
-    """Memory settings that would make no sense are refused, naming where they came from."""
-    for key, low, strict in (("memory.recent_turns", 0, False),
-                             ("memory.half_life_turns", 0, True),
-                             ("memory.half_life_days", 0, True)):  # fmt: skip
-        value = settings.values[key]
-        if value is not None and (value < low or (strict and value == low)
-                                  or value != value or value == float("inf")):
-            bound = f"> {low}" if strict else f">= {low}"
-            raise InvalidInput(f"Setting {key!r} from {settings.sources[key]} must be a "
-                               f"finite number {bound}, got {value!r}.")
+HISTORY_BACKENDS = ("sqlite", "memory", "postgres")
+
+
+def history_backend(settings: Settings) -> tuple[str, str | None]:
+    """The history backend and, for postgres, its URL.
+
+    A `history.url` alone chooses postgres; `history.backend = "postgres"` without a URL
+    connects as libpq's PG* variables (PGHOST, PGUSER, PGPASSWORD, …) say.
+    """
+    backend = str(settings.values["history.backend"]).strip().lower()
+    url = settings.values["history.url"]
+    if backend not in HISTORY_BACKENDS:
+        raise UsageError(f"history.backend {backend!r} ({settings.named('history.backend')}) "
+                         f"is not one of {', '.join(HISTORY_BACKENDS)}.")  # fmt: skip
+    if url and not str(url).startswith(("postgresql://", "postgres://")):
+        raise UsageError(f"history.url ({settings.named('history.url')}) must start with "
+                         "postgresql://.", hint="e.g. postgresql://user@db-host/localgpt")
+    if url and settings.sources["history.backend"] == "default":
+        backend = "postgres"
+    if backend == "postgres":
+        return backend, str(url or "postgresql://")
+    return backend, None
 
 
 def _coerce(spec: Spec, value: Any, where: str) -> Any:
@@ -347,7 +358,6 @@ def load_settings(flags: dict[str, Any] | None = None) -> Settings:
             value, source = spec.default, "default"
         settings.values[spec.key] = _coerce(spec, value, source)
         settings.sources[spec.key] = source
-    _check_ranges(settings)
     settings.values["host"] = normalize_host(settings.values["host"], settings.named("host"))
     settings.profiles = _profiles(from_file.get("providers", {}), path)
     _choose_profile(settings)

@@ -111,11 +111,11 @@ class ChatTurns:
             think=flags.think,
             stream=not flags.no_stream,
             conversation_id=conversation_id,
-            save=not flags.no_save,
+            save=True,  # --no-save: into this process's memory (`_history`)
             window=self.window,
             max_iterations=flags.max_iterations,
             files=self.files,
-            memory=memory_settings(self.app.settings.values),
+            memory=memory_settings(self.app.settings.values, self.app.settings.sources),
             project_memory=ProjectMemory(self.app.settings.home_dir).texts_for(
                 self.app.settings.collection),
         )
@@ -173,8 +173,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     text = " ".join(flags.prompt).strip()
     piped = stdin_text(app)
     continuing = flags.continue_ or bool(flags.cid)
-    store = app.history(readonly=flags.no_save) if not flags.no_save or continuing else None
-    conversation = _continued(store, flags.cid) if continuing else None
+    store, conversation = _history(app, flags, continuing)
     settings = app.settings
     turns = ChatTurns(
         app, flags, model=_model(app, conversation), system=flags.system or settings.system,
@@ -184,6 +183,27 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     turns.retriever, turns.toolbox = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if text or piped else None
     return turns, question
+
+
+def _history(app: App, flags: ChatFlags, continuing: bool) -> tuple[Store, Conversation | None]:
+    """Where this chat's turns are stored, and the conversation -c/--cid continues.
+
+    --no-save keeps the turns in this process's memory (the REPL remembers them, nothing
+    is written); continuing with --no-save copies the stored conversation into memory,
+    so the new turns follow it without being added to it.
+    """
+    if not flags.no_save:
+        store = app.history()
+        assert store is not None
+        return store, _continued(store, flags.cid) if continuing else None
+    memory = app.memory_history()
+    if not continuing:
+        return memory, None
+    stored = app.history(readonly=True)
+    conversation = _continued(stored, flags.cid)
+    if stored is not None and stored is not memory:
+        memory.import_conversation(conversation, stored.messages(conversation.id))
+    return memory, conversation
 
 
 def _continued(store: Store | None, cid: str | None) -> Conversation:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -43,6 +43,7 @@ from localgpt_cli.history.rows import (
     title_from,
 )
 from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.sqlite_import import import_into
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
 from localgpt_cli.ids import new_id
 
@@ -199,6 +200,13 @@ class SQLiteStore:
                 "UPDATE messages SET metadata = ? WHERE id = ?", (dump(metadata), message_id)
             )
         return replace(message, metadata=metadata)
+
+    @_store_call
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
+        """Store an exported conversation under its ids; returns how many messages were new
+        (importing twice adds nothing). See sqlite_import.py."""
+        with self._write():
+            return import_into(self._conn, conversation, messages)
 
     @_store_call
     def delete(self, conversation_ids: Iterable[str]) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from localgpt_cli.errors import InvalidInput
 from localgpt_cli.kernel.conflicts import FileFacts, facts
 from localgpt_cli.kernel.context import message_tokens
 
@@ -343,8 +344,16 @@ def project_block(facts: Sequence[str]) -> str:
     return "\n".join([PROJECT_HEADER, *(f"- {fact}" for fact in facts)])
 
 
-def memory_settings(values: dict[str, Any]) -> MemorySettings:
-    """The `memory.*` settings (config.py has checked their ranges)."""
+def memory_settings(values: dict[str, Any], sources: dict[str, str]) -> MemorySettings:
+    """The `memory.*` settings; values that would make no sense are refused, naming where
+    they came from."""
+    for key, strict in (("memory.recent_turns", False), ("memory.half_life_turns", True),
+                        ("memory.half_life_days", True)):  # fmt: skip
+        value = values.get(key)
+        if value is not None and not (0 < value < math.inf or (value == 0 and not strict)):
+            bound = "> 0" if strict else ">= 0"
+            raise InvalidInput(f"Setting {key!r} from {sources.get(key, 'default')} must be a "
+                               f"finite number {bound}, got {value!r}.")
     return MemorySettings(
         recent_turns=int(values.get("memory.recent_turns", 4)),
         half_life_turns=float(values.get("memory.half_life_turns", 30.0)),
