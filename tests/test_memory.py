@@ -215,3 +215,17 @@ def test_explain_shows_the_memory_report_on_stderr(standin, isolated_env):
     assert "Memory:" not in r.stdout
     quiet = invoke("chat", "-c", "-o", "num_ctx", "2048", "and the web server?")
     assert "Memory:" not in quiet.stderr
+
+
+def test_a_file_given_now_beats_what_the_conversation_said(standin, isolated_env, tmp_path):
+    _store_conversation(Path(os.environ["LOCALGPT_HOME"]))
+    runbook = tmp_path / "runbook.md"
+    runbook.write_text("# Runbook\n\nBuild server: atlas-9\n")
+    r = invoke("chat", "-c", "--json", "-f", str(runbook), "-o", "num_ctx", "2048",
+               "what is my build server called?")
+    assert r.exit_code == 0, r.stderr
+    report = next(p["payload"] for p in r.records() if p["type"] == "memory")
+    dropped = {d["turn"]: d for d in report["dropped"]}
+    assert dropped[3]["reason"] == "conflict" and dropped[3]["file"] == str(runbook)
+    sent = " ".join(m["content"] for m in standin.chat_requests()[-1]["messages"])
+    assert "atlas-9" in sent and "atlas-7" not in sent
