@@ -229,3 +229,11 @@ def test_a_file_given_now_beats_what_the_conversation_said(standin, isolated_env
     assert dropped[3]["reason"] == "conflict" and dropped[3]["file"] == str(runbook)
     sent = " ".join(m["content"] for m in standin.chat_requests()[-1]["messages"])
     assert "atlas-9" in sent and "atlas-7" not in sent
+
+
+def test_only_name_like_statements_count_as_contradictions():
+    stored = conversation(12, {3: ("What is the capital of France?", "The capital is Paris."),
+                               6: ("And of Peru?", "The capital is Lima.")})
+    out = recall(episodes(stored, replay), "capital cities again?", 100_000, SETTINGS, now=NOW)
+    assert not [d for d in out.report["dropped"] if d["reason"] == "conflict"]
+    assert {3, 6} <= {e["turn"] for e in out.report["kept"]}

@@ -8,9 +8,10 @@ older, the issue's authority order).
 
 Repeats are found with word 5-gram shingles; contradictions with simple statements of a
 value: `KEY is [called|named] VALUE`, `KEY: VALUE`, `KEY = VALUE`, one per sentence or
-line, the key reduced to its last three content words. That is deliberately narrow: a
-missed contradiction costs what the window cost before, a false one a turn that stays
-visible in the `memory` packet.
+line, the key reduced to its last three content words; a one-word key counts only with
+"called"/"named" or a name-like value (a digit, `-`, `.`, `/`, `:` or `@` in it). That
+is deliberately narrow: a missed contradiction costs what the window cost before, a false
+one a turn that stays visible in the `memory` packet.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ _WORD = re.compile(r"[^\W_]+(?:[-.'/:][^\W_]+)*")
 _CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n")
 _VERB = re.compile(
     r"^(?P<key>.{1,80}?)\s+(?:is|are|was|were)(?:\s+(?:now|still|actually))?"
-    r"(?:\s+(?:called|named|set\s+to))?\s+(?P<value>\S.*)$",
+    r"(?P<naming>\s+(?:called|named|set\s+to))?\s+(?P<value>\S.*)$",
     re.IGNORECASE,
 )
+_NAME_LIKE = re.compile(r"[\d\-._/:@]")  # atlas-7, 8080, v1.2, /srv/app, ops@host
 _ASSIGN = re.compile(r"^(?P<key>[^:=]{1,60}?)\s*[:=]\s*(?P<value>\S.*)$")
 _KEY_START = re.compile(r".*[,;:(]")  # the key is what follows the last of these
 _ARTICLES = frozenset({"a", "an", "the", "now", "still", "actually"})
@@ -70,6 +72,8 @@ def facts(text: str) -> dict[str, str]:
             continue
         if len(_words(key)) > 6:
             continue  # a long clause before "is" is prose, not a name for a value
+        if not (m.groupdict().get("naming") or len(key_words) > 1 or _NAME_LIKE.search(values[0])):
+            continue  # "the capital is Paris" then "is Lima" may be two countries, not news
         out[" ".join(key_words[-3:])] = values[0].rstrip(".:")
     return out
 

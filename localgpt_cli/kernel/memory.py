@@ -253,7 +253,7 @@ def recall(
     for s in sorted(eligible, key=lambda s: -s.score):
         n = len(s.episode.messages)
         # At least a token a word: a turn that cannot fit is not estimated exactly.
-        if used + s.episode.text.count(" ") > budget or count + n > cap:
+        if used + len(s.episode.text.split()) > budget or count + n > cap:
             dropped.append(s.entry(reason="budget"))
             continue
         cost = s.episode.cost()
