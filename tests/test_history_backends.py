@@ -44,7 +44,8 @@ def test_repl_with_no_save_remembers_every_turn_and_writes_nothing(standin, isol
         "my build server is atlas-7", "Noted: atlas-7.", "the weather is fine", "Fine.",
         "what is my build server called?"]  # fmt: skip
     assert not db_path().exists()
-    assert sorted(p.name for p in isolated_env.rglob("*") if p.is_file()) == ["models.json"]
+    assert [p for p in Path(os.environ["LOCALGPT_HOME"]).rglob("*") if p.is_file()] == []
+    assert list(isolated_env.rglob("*.db*")) == []
 
 
 def test_no_save_continues_a_stored_conversation_without_adding_to_it(standin, isolated_env):

@@ -188,7 +188,9 @@ def search_cmd(app: App, text: tuple[str, ...], limit: int) -> None:
     else:
         hits = store.search(query, limit, highlight=marks)
     if not hits:
-        app.output.info(f"No messages match {query!r}.")
+        # An empty history (a new server, the memory backend) says so, as a missing file does.
+        empty = not store.list_conversations(limit=1)
+        app.output.info(EMPTY if empty else f"No messages match {query!r}.")
         return
     short: dict[str, str] = {}
     if app.output.pretty:

@@ -35,7 +35,9 @@ def resolve(
     if text.lower() == "latest":
         conversation = latest()
         if conversation is None:
-            raise NotFound("there are no conversations yet.", hint="`localgpt chat` starts one.")
+            raise NotFound(
+                "there are no conversations yet.", hint='`localgpt chat "…"` starts one.'
+            )
         return conversation
     if not text:
         raise InvalidInput(

@@ -34,6 +34,8 @@ def spans(text: str) -> list[tuple[int, int, str]]:
 
 def words(text: str) -> list[str]:
     """The folded words of `text`, in order."""
+    if text.isascii():  # most messages: folding is lower-casing, 20x faster than fold()
+        return _WORD.findall(text.lower())
     return [m for _, _, m in spans(unicodedata.normalize("NFC", text))]
 
 
