@@ -9,11 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from localgpt_cli.config_toml import in_file, load_file
 from localgpt_cli.errors import InvalidInput, UsageError
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -50,9 +50,14 @@ SPECS: tuple[Spec, ...] = (
     Spec("rag.condense", None, True, bool, "condense the kept passages into S_ctx"),
     Spec("rag.stage_timeout", None, 60.0, float, "seconds a pipeline stage waits for the model"),
     Spec("rag.theta", None, None, float, "gate strictness 0-1 ([rag] theta; default 0.15)"),
+    Spec("memory.recent_turns", None, 4, int, "last turns always sent whole (G)"),
+    Spec("memory.half_life_turns", None, 30.0, float, "older turns fade by half every N turns"),
+    Spec("memory.half_life_days", None, None, float, "and every N days (default: no time fading)"),
+    Spec("history.backend", "LOCALGPT_HISTORY_BACKEND", "sqlite", str,
+         "where history is kept: sqlite (<home>/history.db), memory, postgres"),
+    Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,
+         "postgresql://… URL of a shared history (its password is never shown)"),
 )
-# Tables of config.toml whose keys are settings `TABLE.KEY` (`[rag]` theta = 0.3).
-SETTING_TABLES = ("rag",)
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
 
@@ -93,10 +98,8 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     if "://" in raw:
         scheme, rest = raw.split("://", 1)
         if scheme not in ("http", "https"):
-            raise UsageError(
-                f"{name} {value!r} has scheme {scheme!r}.",
-                hint="Use http://host:port or https://host:port.",
-            )
+            raise UsageError(f"{name} {value!r} has scheme {scheme!r}.",
+                             hint="Use http://host:port or https://host:port.")
     path = ""
     if "/" in rest:
         rest, path = rest.split("/", 1)
@@ -139,55 +142,31 @@ def _check_ipv6(host: str, value: str, name: str) -> None:
     try:
         ipaddress.IPv6Address(host)
     except ValueError:
-        raise UsageError(
-            f"{name} {value!r} is not a valid IPv6 address.", hint=HOST_HINT
-        ) from None
+        raise UsageError(f"{name} {value!r} is not a valid IPv6 address.", hint=HOST_HINT) from None
 
 
-def _load_file(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(
-            f"Cannot read config file {path}: {exc}.", hint="Fix or remove the file."
-        ) from None
-    data = _tools_table(data, path)
-    for table in SETTING_TABLES:
-        if isinstance(data.get(table), dict):
-            data.update({f"{table}.{key}": value for key, value in data.pop(table).items()})
-    unknown = sorted(set(data) - set(SPEC_BY_KEY) - {"providers"})
-    if unknown:
-        raise InvalidInput(
-            f"Unknown setting(s) in {path}: {', '.join(unknown)}.",
-            hint=f"Known settings: {', '.join(SPEC_BY_KEY)}.",
-        )
-    return data
+HISTORY_BACKENDS = ("sqlite", "memory", "postgres")
 
 
-def _tools_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """`[tools] groups = ["files", "knowledge"]` (or "files,knowledge") as `tools.groups`."""
-    table = data.pop("tools", None)
-    if table is None:
-        return data
-    if not isinstance(table, dict) or set(table) - {"groups"}:
-        raise InvalidInput(f"`tools` in {path} must be a table with only `groups`.",
-                           hint='Write: [tools]\ngroups = ["files", "knowledge"]')
-    groups = table.get("groups")
-    if isinstance(groups, list) and all(isinstance(g, str) for g in groups):
-        groups = ",".join(groups) or "none"
-    if groups is not None and not isinstance(groups, str):
-        raise InvalidInput(f"[tools] groups in {path} must be a list of group names.",
-                           hint='Write: groups = ["files", "knowledge"] (or "all", "none").')
-    if groups is not None:
-        data["tools.groups"] = groups
-    return data
+def history_backend(settings: Settings) -> tuple[str, str | None]:
+    """The history backend and, for postgres, its URL.
+
+    A `history.url` alone chooses postgres; `history.backend = "postgres"` without a URL
+    connects as libpq's PG* variables (PGHOST, PGUSER, PGPASSWORD, …) say.
+    """
+    backend = str(settings.values["history.backend"]).strip().lower()
+    url = settings.values["history.url"]
+    if backend not in HISTORY_BACKENDS:
+        raise UsageError(f"history.backend {backend!r} ({settings.named('history.backend')}) "
+                         f"is not one of {', '.join(HISTORY_BACKENDS)}.")  # fmt: skip
+    if url and not str(url).startswith(("postgresql://", "postgres://")):
+        raise UsageError(f"history.url ({settings.named('history.url')}) must start with "
+                         "postgresql://.", hint="e.g. postgresql://user@db-host/localgpt")
+    if url and settings.sources["history.backend"] == "default":
+        backend = "postgres"
+    if backend == "postgres":
+        return backend, str(url or "postgresql://")
+    return backend, None
 
 
 def _coerce(spec: Spec, value: Any, where: str) -> Any:
@@ -338,23 +317,18 @@ class Settings:
         )
 
 
-def _in_file(from_file: dict[str, Any], key: str) -> tuple[Any, ...]:
-    """(value,) when config.toml sets `key`; its tables arrive flattened (`rag.theta`)."""
-    return (from_file[key],) if key in from_file else ()
-
-
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:
     """Resolve every setting: flags > environment > config file > defaults."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     path = config_file()
-    from_file = _load_file(path)
+    from_file = load_file(path, SPEC_BY_KEY)
     settings = Settings()
     for spec in SPECS:
         if spec.key in flags:
             value, source = flags[spec.key], "flag"
         elif spec.env and os.environ.get(spec.env):
             value, source = os.environ[spec.env], f"env {spec.env}"
-        elif found := _in_file(from_file, spec.key):
+        elif found := in_file(from_file, spec.key):
             value, source = found[0], f"file {path}"
         else:
             value, source = spec.default, "default"

@@ -64,3 +64,47 @@ def standin(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sta
     finally:
         server.stop()
     assert not server.errors, "the Ollama stand-in crashed:\n" + "\n".join(server.errors)
+
+
+# --- PostgreSQL for the history tests (tests/pg.py) ------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One real PostgreSQL server for the whole run, started on first use.
+
+    Skipped (with the reason) when the server's programs are not installed, except
+    under CI, where .ci/run installs them and their absence is a failure.
+    """
+    import os
+
+    from tests import pg
+
+    bin_dir = pg.binaries()
+    if bin_dir is None:
+        reason = "PostgreSQL is not installed (apt-get install postgresql)"
+        if os.environ.get("CI"):
+            pytest.fail(reason + "; .ci/run installs it under CI")
+        pytest.skip(reason)
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        reason = "psycopg is not installed (the postgres extra)"
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+    server = pg.Server(bin_dir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    """The URL of a new, empty database on the test server (one per test)."""
+    from localgpt_cli.ids import new_id
+    from tests.pg import Server
+
+    assert isinstance(pg_server, Server)
+    name = "t_" + new_id().lower()
+    pg_server.admin(f"CREATE DATABASE {name}")
+    return pg_server.url(name)

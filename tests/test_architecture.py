@@ -65,6 +65,7 @@ IMPORT_RULES = (
     Rule("the kernel imports no rich", ("rich",), scope="kernel/"),
     Rule("only render/ imports rich", ("rich",), owner="render/"),
     Rule("only rag/store/ imports lancedb", ("lancedb",), owner="rag/store/"),
+    Rule("only history/ imports psycopg", ("psycopg",), owner="history/"),
     Rule(
         "only llm/ imports ollama or an HTTP client",
         HTTP_CLIENTS,

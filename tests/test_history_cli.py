@@ -1,4 +1,9 @@
-"""`localgpt history`: every subcommand in text and --json, confirmation, faults."""
+"""`localgpt history`: every subcommand in text and --json, confirmation, faults.
+
+Every test runs twice: on the SQLite file under LOCALGPT_HOME and on a fresh database
+of a real PostgreSQL server (LOCALGPT_HISTORY_URL, tests/pg.py); `open_store()` opens
+whichever the test runs on. Tests of the SQLite file itself are marked `sqlite_only`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import stat
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,8 +26,27 @@ def db_path() -> Path:
     return Path(os.environ["LOCALGPT_HOME"]) / "history.db"
 
 
-def open_store(clock=None) -> SQLiteStore:
+def open_store(clock=None) -> Any:
+    url = os.environ.get("LOCALGPT_HISTORY_URL")
+    if url:
+        from localgpt_cli.history.postgres import PostgresStore
+
+        return PostgresStore.open(url, clock=clock)
     return SQLiteStore.open(db_path(), clock=clock)
+
+
+sqlite_only = pytest.mark.sqlite_only
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The history the test's commands use (the environment says which)."""
+    monkeypatch.delenv("LOCALGPT_HISTORY_URL", raising=False)
+    if request.param == "postgres":
+        if request.node.get_closest_marker("sqlite_only"):
+            pytest.skip("a test of the SQLite file itself")
+        monkeypatch.setenv("LOCALGPT_HISTORY_URL", request.getfixturevalue("pg_url"))
+    return str(request.param)
 
 
 def aged(age: timedelta):
@@ -475,6 +500,7 @@ ALL_COMMANDS = [
 ]
 
 
+@sqlite_only
 @pytest.mark.parametrize("args", ALL_COMMANDS)
 def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(isolated_env, args):
     path = db_path()
@@ -488,6 +514,7 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(isolated_env, args)
     assert sorted(p.name for p in path.parent.iterdir()) == ["history.db"]
 
 
+@sqlite_only
 @pytest.mark.parametrize("args", ALL_COMMANDS)
 def test_a_truncated_database_is_refused_and_left_alone(isolated_env, args):
     make_tool_conversation()

@@ -1,8 +1,11 @@
 """The conversation store: what is stored, found, searched, refused and exported.
 
-Every test works on a real database file under tmp_path. Raw sqlite3 is used only to
-look inside the file (index rows, schema version) or to prepare a file that localgpt
-itself would never write (another program's, a newer version's).
+The behaviour tests run on every backend (the `store` and `opener` fixtures are
+parametrised): a real SQLite file under tmp_path, a fresh database on a real PostgreSQL
+server (tests/pg.py), and the in-memory store. Raw sqlite3 / SQL is used only to look
+inside (index rows, schema version) or to prepare a database that localgpt itself would
+never write (another program's, a newer version's). The tests of the file itself
+(damage, locking, modes) are SQLite's alone.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +33,7 @@ from localgpt_cli.errors import (
     UsageError,
 )
 from localgpt_cli.history import connection, search
+from localgpt_cli.history.memory import MemoryStore
 from localgpt_cli.history.schema import APPLICATION_ID, SCHEMA_VERSION
 from localgpt_cli.history.sqlite import SQLiteStore
 from localgpt_cli.ids import ALPHABET, new_id, normalize_prefix
@@ -58,10 +64,42 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "home" / "history.db"
 
 
+BACKENDS = ["sqlite", "postgres", "memory"]
+
+
+@pytest.fixture(params=BACKENDS)
+def opener(request: pytest.FixtureRequest, db: Path, clock: Clock) -> Callable[..., Any]:
+    """Opens the backend's store on the same data each time it is called (the memory
+    store's data is the store itself, so it hands back the same one)."""
+    if request.param == "sqlite":
+        return lambda clock=clock: SQLiteStore.open(db, clock=clock)
+    if request.param == "postgres":
+        from localgpt_cli.history.postgres import PostgresStore
+
+        url = request.getfixturevalue("pg_url")
+        return lambda clock=clock: PostgresStore.open(url, clock=clock)
+    memory = MemoryStore(clock=clock)
+    return lambda clock=clock: memory
+
+
 @pytest.fixture
-def store(db: Path, clock: Clock):
-    with SQLiteStore.open(db, clock=clock) as s:
+def store(opener: Callable[..., Any]):
+    with opener() as s:
         yield s
+
+
+def indexed(store: Any, word: str) -> int:
+    """How many messages the backend's search index holds `word` for (looked up inside
+    the index itself, not through search())."""
+    if isinstance(store, SQLiteStore):
+        fts_integrity(store.path)
+        return fts_index_rows(store.path, word)
+    if isinstance(store, MemoryStore):
+        return sum(words.count(word) > 0 for conv in store._conversations.values()
+                   for words in conv.words)  # fmt: skip
+    return int(store._conn.execute(
+        "SELECT count(*) FROM localgpt_messages WHERE search @@ to_tsquery('simple', %s)",
+        (word,)).fetchone()[0])  # fmt: skip
 
 
 def side_files(path: Path) -> list[str]:
@@ -108,10 +146,10 @@ def test_id_prefix_reading_follows_crockford():
 # -- storing and reading back -----------------------------------------------------------
 
 
-def test_every_field_survives_a_round_trip_through_the_file(db: Path, clock: Clock):
+def test_every_field_survives_a_round_trip_through_the_store(opener, clock: Clock):
     calls = [{"function": {"name": "calculator", "arguments": {"expression": "2+2"}}}]
     meta = {"sources": [{"path": "notes/vpn.md", "chunk": 3}], "usage": {"prompt_tokens": 9}}
-    with SQLiteStore.open(db, clock=clock) as s:
+    with opener() as s:
         conv = s.create_conversation("qwen3:8b", title="Sums", metadata={"system": "be brief"})
         user = s.add_message(conv.id, "user", "what is 2+2? ✓")
         clock.advance(seconds=1)
@@ -124,7 +162,7 @@ def test_every_field_survives_a_round_trip_through_the_file(db: Path, clock: Clo
             metadata=meta,
         )
         tool = s.add_message(conv.id, "tool", "4", tool_name="calculator", tool_call_id="call_1")
-    with SQLiteStore.open(db) as s:
+    with opener(clock=None) as s:
         again = s.get(conv.id)
         stored = s.messages(conv.id)
     assert again == conv.__class__(
@@ -184,6 +222,28 @@ def test_appending_to_an_unknown_conversation_is_not_found(store: SQLiteStore):
     assert err.value.exit_code == EXIT_INVALID
     with pytest.raises(ValueError):
         store.add_message(store.create_conversation("m").id, "robot", "beep")
+
+
+def test_update_metadata_merges_removes_and_leaves_the_rest(store: SQLiteStore):
+    conv = store.create_conversation("m")
+    store.add_message(conv.id, "user", "remember the walrus")
+    message = store.add_message(
+        conv.id, "assistant", "noted", metadata={"done_reason": "stop", "model": "m"}
+    )
+    updated = store.update_metadata(message.id, {"important": True, "model": None})
+    assert updated.metadata == {"done_reason": "stop", "important": True}
+    assert store.get_message(message.id) == updated
+    assert (updated.content, updated.seq, updated.created_at) == ("noted", 1, message.created_at)
+    assert store.update_metadata(message.id, {"gone": None}).metadata == updated.metadata
+    assert [h.message_id for h in store.search("walrus")] == [store.messages(conv.id)[0].id]
+    assert indexed(store, "noted") == 1
+
+
+def test_update_metadata_of_an_unknown_message_is_not_found(store: SQLiteStore):
+    with pytest.raises(NotFound) as err:
+        store.update_metadata("01AAAAAAAAAAAAAAAAAAAAAAAA", {"important": True})
+    assert err.value.exit_code == EXIT_INVALID
+    assert "01AAAAAAAAAAAAAAAAAAAAAAAA" in str(err.value)
 
 
 # -- titles -------------------------------------------------------------------------------
@@ -379,21 +439,20 @@ def test_search_ranks_only_the_newest_matches_of_a_common_word(
 # -- deleting -----------------------------------------------------------------------------
 
 
-def test_delete_removes_messages_and_index_entries(store: SQLiteStore, db: Path):
+def test_delete_removes_messages_and_index_entries(store: SQLiteStore):
     keep = store.create_conversation("m")
     store.add_message(keep.id, "user", "zebra stays")
     gone = store.create_conversation("m")
     doomed = [store.add_message(gone.id, "user", f"zebra leaves {i}") for i in range(3)]
-    assert fts_index_rows(db, "zebra") == 4
+    assert indexed(store, "zebra") == 4
     assert store.delete([gone.id, gone.id]) == 1
     with pytest.raises(NotFound):
         store.get(gone.id)
     for message in doomed:
         with pytest.raises(NotFound):
             store.get_message(message.id)
-    assert fts_index_rows(db, "zebra") == 1
-    assert fts_index_rows(db, "leaves") == 0
-    fts_integrity(db)
+    assert indexed(store, "zebra") == 1
+    assert indexed(store, "leaves") == 0
     assert [h.conversation_id for h in store.search("zebra")] == [keep.id]
 
 
@@ -405,7 +464,7 @@ def test_delete_with_an_unknown_id_deletes_nothing(store: SQLiteStore):
     assert store.get(conv.id).id == conv.id
 
 
-def test_prune_deletes_by_last_update(store: SQLiteStore, clock: Clock, db: Path):
+def test_prune_deletes_by_last_update(store: SQLiteStore, clock: Clock):
     old = store.create_conversation("m")
     store.add_message(old.id, "user", "ancient words")
     revived = store.create_conversation("m")
@@ -415,7 +474,7 @@ def test_prune_deletes_by_last_update(store: SQLiteStore, clock: Clock, db: Path
     clock.advance(days=1)
     assert store.prune(timedelta(days=30)) == 1
     assert {c.id for c in store.list_conversations()} == {revived.id, recent.id}
-    assert fts_index_rows(db, "ancient") == 0
+    assert indexed(store, "ancient") == 0
     assert store.prune(timedelta(days=30)) == 0
     with pytest.raises(InvalidInput):
         store.prune(timedelta(days=-1))
@@ -647,45 +706,59 @@ def test_a_held_write_lock_becomes_lock_busy(db: Path, monkeypatch: pytest.Monke
         assert s.add_message(conv.id, "user", "free again").seq == 0
 
 
-# -- two writers ----------------------------------------------------------------------------
+# -- concurrent writers ---------------------------------------------------------------------
 
 _WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
+    from localgpt_cli.history.postgres import PostgresStore, is_postgres_url
     from localgpt_cli.history.sqlite import SQLiteStore
 
-    db, conversation_id, name, go = sys.argv[1:5]
-    with SQLiteStore.open(db) as store:
+    where, conversation_id, name, go, turns = sys.argv[1:6]
+    opened = PostgresStore.open(where) if is_postgres_url(where) else SQLiteStore.open(where)
+    with opened as store:
         while not Path(go).exists():
             time.sleep(0.001)
-        for i in range(200):
-            store.add_message(conversation_id, "user", f"{name} {i}")
+        for i in range(int(turns)):
+            store.add_message(conversation_id, "user", f"{name} asks {i}")
+            store.add_message(conversation_id, "assistant", f"{name} answer {i}")
     """
 )
+WRITERS, TURNS = 4, 50
 
 
-def test_two_processes_appending_at_once_lose_nothing(db: Path, tmp_path: Path):
-    with SQLiteStore.open(db) as s:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_four_processes_appending_turns_at_once_lose_nothing(
+    backend: str, db: Path, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """The figure of issue 17: 4 processes x 50 turns into one conversation at once; every
+    message is stored once, seqs are 0..399 without a gap, each writer's in its order."""
+    where = str(db) if backend == "sqlite" else request.getfixturevalue("pg_url")
+    if backend == "sqlite":
+        opened = SQLiteStore.open(db)
+    else:
+        from localgpt_cli.history.postgres import PostgresStore
+
+        opened = PostgresStore.open(where)
+    with opened as s:
         conv = s.create_conversation("m")
     go = tmp_path / "go"
+    names = [f"writer{n}" for n in range(WRITERS)]
     writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(db), conv.id, name, str(go)],
-            cwd=REPO,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("alpha", "beta")
-    ]
+        subprocess.Popen([sys.executable, "-c", _WRITER, where, conv.id, name, str(go), str(TURNS)],
+                         cwd=REPO, stderr=subprocess.PIPE, text=True)
+        for name in names
+    ]  # fmt: skip
     go.touch()
     for writer in writers:
-        _, err = writer.communicate(timeout=60)
+        _, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
-    with SQLiteStore.open(db) as s:
+    with (SQLiteStore.open(db) if backend == "sqlite" else PostgresStore.open(where)) as s:
         stored = s.messages(conv.id)
-        assert s.get(conv.id).messages == 400
-    assert [m.seq for m in stored] == list(range(400))
-    for name in ("alpha", "beta"):
+        assert s.get(conv.id).messages == WRITERS * TURNS * 2
+    assert [m.seq for m in stored] == list(range(WRITERS * TURNS * 2))
+    assert len({m.id for m in stored}) == len(stored)
+    for name in names:
         mine = [m.content for m in stored if m.content.startswith(name + " ")]
-        assert mine == [f"{name} {i}" for i in range(200)]
+        assert mine == [f"{name} {w} {i}" for i in range(TURNS) for w in ("asks", "answer")]

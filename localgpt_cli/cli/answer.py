@@ -34,7 +34,8 @@ _OPTIONS = (
                  help="Condense the kept passages into cited facts (S_ctx) [default: "
                       "rag.condense, on]."),
     click.option("--explain", is_flag=True,
-                 help="Print what was searched, kept and dropped, and why, on stderr."),
+                 help="Print on stderr what was searched, which passages and earlier turns "
+                      "were kept or dropped, and why."),
 )  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from localgpt_cli.config import Settings, cache_dir, load_settings
+from localgpt_cli.config import Settings, cache_dir, history_backend, load_settings
 from localgpt_cli.render.output import Output
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class App:
     _providers: dict[tuple[str, float | None], Any] = field(default_factory=dict)
     _catalog: Any = None
     _local_embedder: Any = None
+    _memory: Any = None
 
     @property
     def settings(self) -> Settings:
@@ -120,19 +121,39 @@ class App:
         return self._ollama_at(timeout), model
 
     def history(self, readonly: bool = False) -> Store | None:
-        """The history database under LOCALGPT_HOME (None when read-only and absent)."""
-        from localgpt_cli.history.sqlite import SQLiteStore
+        """The history the settings choose (config.history_backend): the SQLite file under
+        LOCALGPT_HOME (None when read-only and absent), this process's memory, or the
+        PostgreSQL server at `history.url`."""
+        backend, url = history_backend(self.settings)
+        if backend == "memory":
+            return self.memory_history()
+        store: Store
+        if backend == "postgres":
+            from localgpt_cli.history.postgres import PostgresStore
 
-        path = self.settings.home_dir / "history.db"
-        if readonly and not path.exists():
-            return None
-        if not readonly:
-            self.settings.writable_dir("home")
-        store = SQLiteStore.open(path)
+            store = PostgresStore.open(url or "postgresql://")
+        else:
+            from localgpt_cli.history.sqlite import SQLiteStore
+
+            path = self.settings.home_dir / "history.db"
+            if readonly and not path.exists():
+                return None
+            if not readonly:
+                self.settings.writable_dir("home")
+            store = SQLiteStore.open(path)
         # Closed when the command ends (also by sys.exit): in-process callers (tests) keep
-        # no connection open, and the file is recorded as checked (history/integrity.py).
+        # no connection open, and a SQLite file is recorded as checked (history/integrity.py).
         click.get_current_context().call_on_close(store.close)
         return store
+
+    def memory_history(self) -> Store:
+        """This process's in-memory history (`--no-save`, `history.backend = "memory"`):
+        whole for as long as the process runs, nothing on disk."""
+        if self._memory is None:
+            from localgpt_cli.history.memory import MemoryStore
+
+            self._memory = MemoryStore()
+        return self._memory
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)

@@ -34,7 +34,8 @@ Examples:
   localgpt chat "how do I reset the VPN?"   # retrieves from ingested documents
   localgpt chat -f report.pdf --lock "summarise the findings"
   localgpt chat --explain --gate model "how do I reset the VPN?"
-  localgpt chat            # interactive: /new starts over, /exit quits
+  localgpt chat -c --explain "what was the build server called?"
+  localgpt chat            # interactive: /new starts over, /remember, /tools, /exit
 """
 
 
@@ -67,7 +68,7 @@ Examples:
 @click.option("--cid", metavar="ID", help="Continue this conversation (a unique id prefix).")
 @click.option("--no-save", is_flag=True, help="Do not store this exchange in the history.")
 @click.option("--window", type=click.IntRange(min=0), metavar="N",
-              help="History messages to send along (default 20).")
+              help="At most N earlier messages in the prompt (default 20).")
 @click.option("--tools", "tools", metavar="GROUPS",
               help="Tool groups the model may use: GROUP,GROUP, all or none [default: all].")
 @click.option("--no-tools", is_flag=True, help="No tools (same as --tools none).")

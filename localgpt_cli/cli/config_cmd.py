@@ -26,6 +26,10 @@ def config(app: App) -> None:
     rows = []
     for spec in SPECS:
         value = settings.values.get(spec.key)
+        if spec.key == "history.url" and value:
+            from localgpt_cli.history.postgres import masked
+
+            value = masked(value)  # the password is never shown
         source = settings.sources[spec.key]
         if app.output.json:
             app.output.record(

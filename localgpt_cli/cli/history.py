@@ -1,4 +1,4 @@
-"""`localgpt history`: list (the default), show, search, rm, export, prune.
+"""`localgpt history`: list (the default), show, search, rm, export, import, prune.
 
 Read commands never create the database: with no history.db yet they say so and exit
 0 (or, for a named id, exit 6 as for any unknown id). Deleting asks first on a terminal
@@ -8,7 +8,6 @@ delete by accident and cannot hang on a prompt either.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,8 @@ import click
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.apply import last_preview
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
-from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
+from localgpt_cli.cli.history_transfer import import_cmd, write_private
+from localgpt_cli.errors import AmbiguousId, NotFound, UsageError
 from localgpt_cli.history.prune import count_older, cutoff, parse_age, spell_age
 from localgpt_cli.history.short_ids import short_ids
 from localgpt_cli.render.history import (
@@ -44,6 +44,7 @@ Examples:
   localgpt history show 01JD3X4A --thinking
   localgpt history search "vpn timeout"
   localgpt history export latest --format markdown -o chat.md
+  localgpt history export --json | LOCALGPT_HISTORY_URL=postgresql://db/lg localgpt history import
   localgpt history rm 01JD3X4A 01JD3Y
   localgpt history prune --older-than 30d -y
 
@@ -188,7 +189,9 @@ def search_cmd(app: App, text: tuple[str, ...], limit: int) -> None:
     else:
         hits = store.search(query, limit, highlight=marks)
     if not hits:
-        app.output.info(f"No messages match {query!r}.")
+        # An empty history (a new server, the memory backend) says so, as a missing file does.
+        empty = not store.list_conversations(limit=1)
+        app.output.info(EMPTY if empty else f"No messages match {query!r}.")
         return
     short: dict[str, str] = {}
     if app.output.pretty:
@@ -232,22 +235,12 @@ def rm_cmd(app: App, conversations: tuple[str, ...], yes: bool) -> None:
 # -- export -----------------------------------------------------------------------------
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write an export; a new file gets mode 0600 like the database it came from."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write the export to {path}: {exc.strerror}.") from exc
-
-
 @history.command(
     "export",
     epilog="\b\nExamples:\n  localgpt history export latest > chat.json\n"
     "  localgpt history export 01JD3X4A --format markdown -o chat.md",
 )
-@click.argument("conversation", metavar="ID|latest")
+@click.argument("conversation", metavar="[ID|latest]", required=False)
 @click.option("-f", "--format", "fmt", type=click.Choice(["json", "markdown"]),
               default="json", show_default=True,
               help="json keeps every stored field; markdown reads like the chat.")
@@ -255,19 +248,25 @@ def _write_private(path: Path, data: bytes) -> None:
               metavar="FILE", help="Write to FILE instead of stdout.")
 @json_option
 @pass_app
-def export_cmd(app: App, conversation: str, fmt: str, path: Path | None) -> None:
-    """Write a whole conversation as JSON or Markdown.
+def export_cmd(app: App, conversation: str | None, fmt: str, path: Path | None) -> None:
+    """Write a whole conversation as JSON or Markdown; without ID, every conversation.
 
-    With --json, stdout gets one `export` record (the document in `content` when no
-    FILE is given).
+    With --json, stdout gets one `export` record per conversation (the document in
+    `content` when no FILE is given): what `history import` reads. Without ID and
+    --json, one JSON document a line.
     """
     store = _open(app)
+    if conversation is None:
+        from localgpt_cli.cli.history_transfer import export_all
+
+        export_all(app, store, fmt, path)
+        return
     found = _resolve(store, conversation)
     assert store is not None
     document = store.export(found.id, fmt)
     data = document.encode("utf-8")
     if path is not None:
-        _write_private(path, data)
+        write_private(path, data)
     print_export(app.output, found.id, fmt, document, path, len(data))
 
 
@@ -324,3 +323,11 @@ def prune_cmd(app: App, age: timedelta, yes: bool) -> None:
 # -- last-preview: the newest preview (cli/apply.py) --------------------------------------
 
 history.add_command(last_preview)
+
+# `history import` lives in history_transfer.py with the rest of moving histories.
+history.add_command(import_cmd)
+
+# `history mark` (conversation memory, issue 17) lives in history_mark.py.
+from localgpt_cli.cli.history_mark import mark  # noqa: E402
+
+history.add_command(mark)

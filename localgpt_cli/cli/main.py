@@ -40,6 +40,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                 "List, show, search, export and delete stored conversations."),
     "config": ("localgpt_cli.cli.config_cmd", "config",
                "Show the effective settings and their sources."),
+    "memory": ("localgpt_cli.cli.memory", "memory",
+               "Project memory: facts sent with every prompt (add, list, rm)."),
     "ingest": ("localgpt_cli.cli.ingest", "ingest",
                "Add files, folders and globs to a collection (incremental, cron-safe)."),
     "docs": ("localgpt_cli.cli.docs", "docs",

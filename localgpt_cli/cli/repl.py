@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from localgpt_cli.cli.turn import ChatTurns
 
-HELP = ("/new starts a new conversation, /tools [GROUP,…|all|none] shows or sets the tool "
-        "groups, /exit (or Ctrl-D) quits, Ctrl-C stops an answer.")
+HELP = ("/new starts a new conversation, /remember keeps the last turn in memory (it never "
+        "fades), /tools [GROUP,…|all|none] shows or sets the tool groups, /exit (or Ctrl-D) "
+        "quits, Ctrl-C stops an answer.")
 
 
 def run_repl(turns: ChatTurns) -> None:
@@ -19,6 +20,7 @@ def run_repl(turns: ChatTurns) -> None:
     screen = ReplScreen(turns.app.output)
     screen.greet(turns.model, HELP)
     conversation_id = turns.conversation_id
+    last_answer: str | None = None  # the message id /remember marks
     while True:
         try:
             text = screen.ask()
@@ -33,8 +35,11 @@ def run_repl(turns: ChatTurns) -> None:
         if text in ("/exit", "/quit", "/bye"):
             return
         if text == "/new":
-            conversation_id = None
+            conversation_id = last_answer = None
             screen.note("New conversation.")
+            continue
+        if text == "/remember":
+            screen.note(remember(turns, last_answer))
             continue
         if text in ("/help", "/?"):
             screen.note(HELP)
@@ -50,3 +55,15 @@ def run_repl(turns: ChatTurns) -> None:
             from localgpt_cli.cli.apply import offer_edits
 
             offer_edits(screen, outcome.previews)
+        last_answer = outcome.message_id or last_answer
+
+
+def remember(turns: ChatTurns, message_id: str | None) -> str:
+    """Mark the last turn important (its answer's `metadata["important"]`): conversation
+    memory then never lets it fade. Returns what to tell the user."""
+    if message_id is None or turns.store is None:
+        if turns.flags.no_save:
+            return "Nothing is stored with --no-save, so there is no turn to remember."
+        return "No turn to remember yet: ask something first."
+    turns.store.update_metadata(message_id, {"important": True})
+    return "Remembered: the last turn stays in this conversation's memory."

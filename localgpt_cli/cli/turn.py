@@ -81,6 +81,7 @@ class TurnOutcome:
     code: int
     conversation_id: str | None
     previews: list[dict[str, Any]] = field(default_factory=list)  # shown to the user
+    message_id: str | None = None  # the stored answer (what /remember marks)
 
 
 @dataclass
@@ -105,7 +106,9 @@ class ChatTurns:
     ) -> TurnRequest:
         """The typed request for one turn: this chat's flags, with the turn's prompt, piped
         text and conversation."""
+        from localgpt_cli.kernel.memory import memory_settings
         from localgpt_cli.kernel.session import TurnRequest
+        from localgpt_cli.project_memory import ProjectMemory
 
         flags = self.flags
         return TurnRequest(
@@ -118,17 +121,21 @@ class ChatTurns:
             think=flags.think,
             stream=not flags.no_stream,
             conversation_id=conversation_id,
-            save=not flags.no_save,
+            save=True,  # --no-save: into this process's memory (`_history`)
             window=self.window,
             max_iterations=flags.max_iterations,
             files=self.files,
             answer=self.answer,
+            memory=memory_settings(self.app.settings.values, self.app.settings.sources),
+            project_memory=ProjectMemory(self.app.settings.home_dir).texts_for(
+                self.app.settings.collection),
         )
 
     def run(self, request: TurnRequest) -> TurnOutcome:
         """Run one turn through a renderer; the exit code is 130 when interrupted."""
         from localgpt_cli.kernel.session import Turn
         from localgpt_cli.render.chat import chat_renderer
+        from localgpt_cli.render.memory import explain_memory
 
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
@@ -137,11 +144,13 @@ class ChatTurns:
         try:
             for packet in turn:
                 renderer.packet(packet)
+                if packet["type"] == "memory" and self.flags.explain:
+                    explain_memory(app.output.stderr, packet["payload"])
         except KeyboardInterrupt:
             for packet in turn.abort():
                 renderer.packet(packet)
             renderer.close()
-            return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id)
+            return TurnOutcome(EXIT_INTERRUPTED, turn.conversation_id, message_id=turn.message_id)
         except BrokenPipeError:
             # The reader of stdout left (`| head -1`): stop the model and store the answer as
             # far as it got (`aborted`, or as it ended if `done` came first); main.py exits 141.
@@ -151,8 +160,10 @@ class ChatTurns:
         if turn.error is not None:
             if app.output.json:
                 sys.stderr.write(f"localgpt: error: {turn.error}\n")
-            return TurnOutcome(turn.error.exit_code, turn.conversation_id)
-        return TurnOutcome(0, turn.conversation_id, turn.loop.state.previews if turn.loop else [])
+            return TurnOutcome(turn.error.exit_code, turn.conversation_id,
+                               message_id=turn.message_id)
+        previews = turn.loop.state.previews if turn.loop else []
+        return TurnOutcome(0, turn.conversation_id, previews, turn.message_id)
 
 
 def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None]:
@@ -176,8 +187,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     text = " ".join(flags.prompt).strip()
     piped = stdin_text(app)
     continuing = flags.continue_ or bool(flags.cid)
-    store = app.history(readonly=flags.no_save) if not flags.no_save or continuing else None
-    conversation = _continued(store, flags.cid) if continuing else None
+    store, conversation = _history(app, flags, continuing)
     settings = app.settings
     turns = ChatTurns(
         app, flags, model=_model(app, conversation, store),
@@ -189,6 +199,27 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     turns.retriever, turns.toolbox = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if text or piped else None
     return turns, question
+
+
+def _history(app: App, flags: ChatFlags, continuing: bool) -> tuple[Store, Conversation | None]:
+    """Where this chat's turns are stored, and the conversation -c/--cid continues.
+
+    --no-save keeps the turns in this process's memory (the REPL remembers them, nothing
+    is written); continuing with --no-save copies the stored conversation into memory,
+    so the new turns follow it without being added to it.
+    """
+    if not flags.no_save:
+        store = app.history()
+        assert store is not None
+        return store, _continued(store, flags.cid) if continuing else None
+    memory = app.memory_history()
+    if not continuing:
+        return memory, None
+    stored = app.history(readonly=True)
+    conversation = _continued(stored, flags.cid)
+    if stored is not None and stored is not memory:
+        memory.import_conversation(conversation, stored.messages(conversation.id))
+    return memory, conversation
 
 
 def _continued(store: Store | None, cid: str | None) -> Conversation:

@@ -1,7 +1,8 @@
-"""Conversations and messages: the `Store` protocol and its SQLite implementation (the only
-SQLite code in localgpt).
+"""Conversations and messages: the `Store` protocol and its backends, SQLite (sqlite.py, the
+only SQLite code in localgpt), in memory (memory.py) and PostgreSQL (postgres.py).
 
-Use `SQLiteStore.open(path)`; see protocol.py for how a turn is meant to be stored.
+Use `SQLiteStore.open(path)` (or `App.history()`, which picks the configured backend);
+see protocol.py for how a turn is meant to be stored.
 """
 
 from localgpt_cli.history.protocol import Store

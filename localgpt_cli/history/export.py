@@ -20,13 +20,18 @@ _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool
 _UNFINISHED = {"length", "max_iterations", "loop_guard", "aborted", "error", "incomplete"}
 
 
-def to_json(conversation: Conversation, messages: list[Message]) -> str:
-    """`{"conversation": {...record, "metadata"}, "messages": [message records]}`, indented."""
-    document = {
+def document(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
+    """`{"conversation": {...record, "metadata"}, "messages": [message records]}`: what
+    `history import` reads back (transfer.py)."""
+    return {
         "conversation": {**conversation.to_record(), "metadata": conversation.metadata},
         "messages": [m.to_record() for m in messages],
     }
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def to_json(conversation: Conversation, messages: list[Message]) -> str:
+    """The `document`, indented."""
+    return json.dumps(document(conversation, messages), ensure_ascii=False, indent=2) + "\n"
 
 
 def to_markdown(conversation: Conversation, messages: list[Message]) -> str:

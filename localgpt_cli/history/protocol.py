@@ -1,8 +1,9 @@
 """The history store protocol: what the kernel and the commands ask of a history backend.
 
-`SQLiteStore` (history/sqlite.py) is today's implementation; a second backend is a new
-module that implements these methods, not a change to its callers. The protocol holds
-only what those callers use.
+`SQLiteStore` (history/sqlite.py, the default), `MemoryStore` (memory.py: `--no-save`,
+`history.backend = "memory"`) and `PostgresStore` (postgres.py: `history.url`) implement
+it, and `App.history()` (cli/app.py) picks one; the history tests run on all three. The
+protocol holds only what the callers use.
 
 How a turn is meant to be stored (the kernel's side of the contract):
 1. `add_message(cid, "user", text)` before the model is called;
@@ -17,7 +18,7 @@ LockBusy, ...), so the commands' exit codes do not depend on where history is ke
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -46,6 +47,26 @@ class Store(Protocol):
         metadata: dict[str, Any] | None = None,
     ) -> Message:
         """Append a message to a conversation (a full id), stored when this returns."""
+        ...
+
+    def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
+        """Merge `changes` into a message's metadata; a None value removes that key.
+
+        The rest of the message is unchanged. NotFound for an unknown message id.
+        """
+        ...
+
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
+        """Store an exported conversation under its own ids (`history import`); returns
+        how many messages were new, so importing the same export twice adds nothing."""
+        ...
+
+    def get(self, conversation_id: str) -> Conversation:
+        """The conversation with exactly this id (NotFound otherwise)."""
+        ...
+
+    def get_message(self, message_id: str) -> Message:
+        """The message with exactly this id (NotFound otherwise)."""
         ...
 
     def latest(self) -> Conversation | None:

@@ -18,15 +18,17 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
+from localgpt_cli.errors import InvalidInput, NotFound, UsageError
 from localgpt_cli.history import export as _export
+from localgpt_cli.history import resolve as _resolve
 from localgpt_cli.history import search as _search
 from localgpt_cli.history.connection import connect, sqlite_errors
 from localgpt_cli.history.integrity import left_whole, mark_whole, quick_check
@@ -41,14 +43,13 @@ from localgpt_cli.history.rows import (
     title_from,
 )
 from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.sqlite_import import import_into
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
-from localgpt_cli.ids import new_id, normalize_prefix
+from localgpt_cli.ids import new_id
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
 
-# How many candidates an ambiguous prefix lists.
-CANDIDATES_SHOWN = 10
 # Ids are Crockford base32 ([0-9A-Z]); "~" sorts after all of them, so every id that
 # starts with a prefix p lies in [p, p + "~").
 _AFTER_ID_CHARS = "~"
@@ -186,6 +187,28 @@ class SQLiteStore:
                        tool_name, tool_call_id, metadata, now)  # fmt: skip
 
     @_store_call
+    def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
+        """Merge `changes` into a stored message's metadata (a None value removes the key).
+
+        How a message is marked after the fact (`important`, say) without rewriting it:
+        the content, seq and full-text entry stay as they are. NotFound for an unknown id.
+        """
+        with self._write():
+            message = self.get_message(message_id)
+            metadata = _resolve.merged_metadata(message.metadata, changes)
+            self._conn.execute(
+                "UPDATE messages SET metadata = ? WHERE id = ?", (dump(metadata), message_id)
+            )
+        return replace(message, metadata=metadata)
+
+    @_store_call
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
+        """Store an exported conversation under its ids; returns how many messages were new
+        (importing twice adds nothing). See sqlite_import.py."""
+        with self._write():
+            return import_into(self._conn, conversation, messages)
+
+    @_store_call
     def delete(self, conversation_ids: Iterable[str]) -> int:
         """Delete conversations (full ids) with their messages and index entries.
 
@@ -259,45 +282,19 @@ class SQLiteStore:
         """The conversation named by a full id, a unique prefix of one, or `latest`.
 
         Case does not matter. NotFound when nothing matches; AmbiguousId (listing the
-        candidates, newest first) when a prefix matches more than one.
+        candidates, newest first) when a prefix matches more than one (resolve.py).
         """
-        text = reference.strip()
-        if text.lower() == "latest":
-            conversation = self.latest()
-            if conversation is None:
-                raise NotFound(
-                    "there are no conversations yet.", hint="`localgpt chat` starts one."
-                )
-            return conversation
-        if not text:
-            raise InvalidInput(
-                "the conversation id is empty.", hint="Give an id, a prefix of one, or `latest`."
-            )
-        prefix = normalize_prefix(text)
-        rows = (
-            []
-            if prefix is None
-            else self._conn.execute(
-                f"SELECT {CONVERSATION_COLUMNS} FROM conversations"
-                " WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
-                (prefix, prefix + _AFTER_ID_CHARS, CANDIDATES_SHOWN + 1),
-            ).fetchall()
+        return _resolve.resolve(
+            reference, latest=self.latest, starting_with=self._starting_with, get=self.get
         )
-        if not rows:
-            raise NotFound(
-                f"no conversation has an id starting with {text!r}.",
-                hint="`localgpt history` lists them.",
-            )
-        if len(rows) > 1:
-            shown = [ConversationSummary(*row) for row in rows[:CANDIDATES_SHOWN]]
-            listed = "; ".join(f"{c.id} ({c.title or 'untitled'})" for c in shown)
-            more = ", and more" if len(rows) > CANDIDATES_SHOWN else ""
-            raise AmbiguousId(
-                f"conversation id {text!r} is ambiguous: it starts {listed}{more}.",
-                candidates=[c.id for c in shown],
-                hint="Give more characters of the id.",
-            )
-        return self.get(rows[0][0])
+
+    def _starting_with(self, prefix: str, limit: int) -> list[ConversationSummary]:
+        rows = self._conn.execute(
+            f"SELECT {CONVERSATION_COLUMNS} FROM conversations"
+            " WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
+            (prefix, prefix + _AFTER_ID_CHARS, limit),
+        ).fetchall()
+        return [ConversationSummary(*row) for row in rows]
 
     @_store_call
     def list_conversations(self, limit: int = 20, offset: int = 0) -> list[ConversationSummary]:

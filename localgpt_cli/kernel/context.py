@@ -1,9 +1,10 @@
 """Prompt assembly: the fixed authority order, the history window and the token budget.
 
 The authority order: system prompt -> project memory -> files named with --file -> S_ctx
-or the retrieved excerpts (those four built by kernel/answer/prompt.py) -> history window
--> the current user message. The first three and the last are pinned;
-only history is trimmed, oldest first, so a long conversation never pushes out the
+or the retrieved excerpts (those four built by kernel/answer/prompt.py) -> earlier turns
+-> the current user message. All but the earlier turns are pinned; which earlier turns go
+is chosen by kernel/memory.py within the budget left, and only they are trimmed (oldest
+first) if the estimate is still over, so a long conversation never pushes out the
 instructions or the question.
 
 Token counts are estimated, not tokenized: chat models use different tokenizers and

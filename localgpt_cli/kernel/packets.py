@@ -12,9 +12,11 @@ from typing import Any, Literal, TypedDict
 
 from localgpt_cli.ids import new_id
 
-PacketType = Literal["token", "thought", "sources", "tool_start", "tool_result", "error", "done"]
+PacketType = Literal[
+    "token", "thought", "sources", "memory", "tool_start", "tool_result", "error", "done"
+]
 PACKET_TYPES: tuple[str, ...] = (
-    "token", "thought", "sources", "tool_start", "tool_result", "error", "done",
+    "token", "thought", "sources", "memory", "tool_start", "tool_result", "error", "done",
 )
 DONE_REASONS: tuple[str, ...] = (
     "stop", "length", "max_iterations", "loop_guard", "aborted", "error",

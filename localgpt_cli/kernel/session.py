@@ -32,6 +32,7 @@ from localgpt_cli.kernel.context import (
 )
 from localgpt_cli.kernel.grounding import ContextFile, Retriever, files_block
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
+from localgpt_cli.kernel.memory import MemorySettings, episodes, recall
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.kernel.strategy import Warn
@@ -76,7 +77,8 @@ class TurnRequest:
     window: int = DEFAULT_WINDOW
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
-    memory: list[str] = field(default_factory=list)  # project memory, after the system rules
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    project_memory: list[str] = field(default_factory=list)  # facts, right after the system
     answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
 
     def user_content(self, piped: str | None = None) -> str:
@@ -90,25 +92,6 @@ class TurnRequest:
 
 def _ms_since(start: float) -> int:
     return int((time.perf_counter() - start) * 1000)
-
-
-def replay(messages: list[Message]) -> list[dict[str, Any]]:
-    """Stored messages -> chat messages for the model.
-
-    Thinking is not sent back (Ollama strips it from earlier turns anyway), and an
-    assistant message that ended before saying anything is left out.
-    """
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "assistant" and not m.content and not m.tool_calls:
-            continue
-        chat: dict[str, Any] = {"role": m.role, "content": m.content}
-        if m.tool_calls:
-            chat["tool_calls"] = m.tool_calls
-        if m.tool_name:
-            chat["tool_name"] = m.tool_name
-        out.append(chat)
-    return out
 
 
 class Turn:
@@ -133,6 +116,7 @@ class Turn:
         self.toolbox = toolbox
         self.retriever = retriever
         self.grounding: PipelineState | None = None
+        self.memory: dict[str, Any] | None = None  # the `memory` packet's payload
         self.factory = factory or PacketFactory()
         self.warn = warn or (lambda code, message: None)
         self.error: LocalGPTError | None = None
@@ -185,6 +169,8 @@ class Turn:
                 yield self.factory.make("sources", self._sources())
             for failure in failures:  # a stage's bug: shown, and the answer goes on
                 yield self.factory.error("stage_error", failure, False)
+            if self.memory is not None:
+                yield self.factory.make("memory", self.memory)
             offered, enabled = self._tools(plan.use_tools)
             self.loop = AgentLoop(
                 self.client, request.model, self.factory, tools=offered, enabled=enabled,
@@ -249,26 +235,40 @@ class Turn:
         attached = files_block(request.files, budget, self.warn, self.cuts)
         if self.grounding is not None:
             fit_passages(self.grounding, request.files, budget)
-        pinned = pinned_blocks(request.system, request.memory, attached, self.grounding)
+        pinned = pinned_blocks(request.system, request.project_memory, attached, self.grounding)
         pinned_tokens = sum(message_tokens(m) for m in pinned)
         self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
-        history: list[dict[str, Any]] = []
+        stored: list[Message] = []
         if self.store is not None and self.conversation_id is not None:
-            history = replay(self.store.messages(self.conversation_id, last=request.window))
+            stored = self.store.messages(self.conversation_id)
         current = {"role": "user", "content": self.user_content}
         if self.store is not None and request.save:
             if self.conversation_id is None:
                 self.conversation_id = self.store.create_conversation(request.model).id
             self.store.add_message(self.conversation_id, "user", current["content"])
             self._user_stored = True
+        history = self._recall(stored, budget - pinned_tokens - message_tokens(current))
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
-            window=request.window,
+            window=len(history),
         )
         num_ctx = needed_num_ctx(assembled.estimated_tokens, context_length, options)
         if num_ctx:
             options["num_ctx"] = num_ctx
         return assembled.messages, options
+
+    def _recall(self, stored: list[Message], budget: int) -> list[dict[str, Any]]:
+        """The earlier turns worth sending (kernel/memory.py); the report is the `memory`
+        packet, sent when the conversation has earlier turns."""
+        if not stored:
+            return []
+        request = self.request
+        files = [(f.path, f.text) for f in request.files]
+        question = request.prompt or (request.stdin_text or "")
+        recalled = recall(episodes(stored), question, budget, request.memory,
+                          files=files, max_messages=request.window)
+        self.memory = recalled.report
+        return recalled.messages
 
     def _fit_user_content(self, room: int, context_length: int) -> str:
         """The user message within `room` estimated tokens (what the budget leaves after

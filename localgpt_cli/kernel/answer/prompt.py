@@ -21,6 +21,7 @@ from typing import Any
 from localgpt_cli.kernel.answer.stage import PipelineState
 from localgpt_cli.kernel.context import estimate_tokens
 from localgpt_cli.kernel.grounding import CITE_INSTRUCTION, ContextFile, sources_block
+from localgpt_cli.kernel.memory import project_block
 from localgpt_cli.rag.types import citation
 
 SOURCES_SHARE = 0.4  # at most this share of the prompt budget goes to retrieved passages
@@ -29,15 +30,6 @@ NO_SOURCE_NOTE = (
     "{query!r}). Begin the answer by saying that no document covered it; answer from "
     "general knowledge only if you can, and say that is what you did."
 )
-
-
-def memory_block(memory: Sequence[str]) -> str | None:
-    items = [m.strip() for m in memory if m.strip()]
-    if not items:
-        return None
-    return "Project memory (what the user keeps for this project):\n" + "\n".join(
-        f"- {m}" for m in items
-    )
 
 
 def _same_file(path: str, files: Sequence[ContextFile]) -> bool:
@@ -105,7 +97,8 @@ def grounding_block(state: PipelineState) -> str | None:
 def pinned_blocks(system: str | None, memory: Sequence[str], files: str | None,
                   state: PipelineState | None) -> list[dict[str, Any]]:  # fmt: skip
     """The system messages before the history, in the authority order."""
-    blocks = [system, memory_block(memory), files,
+    facts = [m.strip() for m in memory if m.strip()]
+    blocks = [system, project_block(facts) if facts else None, files,
               grounding_block(state) if state is not None else None]  # fmt: skip
     return [{"role": "system", "content": b} for b in blocks if b]
 

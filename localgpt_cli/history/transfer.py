@@ -1,0 +1,84 @@
+"""Reading exported conversations back (`history import`), to move them between backends.
+
+`history export --json` writes `export` records whose `content` is a JSON document
+(export.py's `document`); `history export ID > chat.json` writes the document itself,
+and `history export > all.jsonl` one compact document per line. All three are read
+here, whole, before anything is stored: a damaged input is refused naming the line,
+with nothing imported.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from localgpt_cli.errors import InvalidInput
+from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.types import Conversation, Message
+
+Exported = tuple[Conversation, list[Message]]
+
+
+def read_exports(text: str, where: str = "stdin") -> list[Exported]:
+    """Every conversation in `text` (one document, or one document or export record per
+    line), in order; InvalidInput naming `where` and the line for anything else."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if whole is not None:
+        return [_conversation(_document(whole, where, 1), where, 1)]
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"{where} line {number} is not JSON: {exc}; nothing imported.",
+                hint="Pipe the output of `localgpt history export --json`.",
+            ) from None
+        out.append(_conversation(_document(value, where, number), where, number))
+    return out
+
+
+def _document(value: Any, where: str, line: int) -> dict[str, Any]:
+    """The export document a JSON value is or carries (an `export` record's content)."""
+    if isinstance(value, dict) and value.get("type") == "export":
+        if value.get("format") != "json" or not isinstance(value.get("content"), str):
+            raise InvalidInput(
+                f"{where} line {line} is a {value.get('format')} export without its content; "
+                "only JSON exports to stdout can be imported; nothing imported.",
+                hint="Use `localgpt history export --json` (no -o, no --format markdown).")
+        try:
+            value = json.loads(value["content"])
+        except ValueError:
+            value = None
+    if not isinstance(value, dict) or "conversation" not in value or "messages" not in value:
+        raise InvalidInput(f"{where} line {line} is not an exported conversation; "
+                           "nothing imported.",
+                           hint="Pipe the output of `localgpt history export --json`.")
+    return value
+
+
+def _conversation(document: dict[str, Any], where: str, line: int) -> Exported:
+    """The Conversation and Messages of one document, checked field by field."""
+    try:
+        c = document["conversation"]
+        conversation = Conversation(
+            str(c["id"]), c["title"], str(c["model"]), 0, str(c["created_at"]),
+            str(c["updated_at"]), dict(c.get("metadata") or {}))  # fmt: skip
+        messages = [
+            Message(str(m["id"]), str(m["conversation_id"]), int(m["seq"]), m["role"],
+                    str(m["content"]), m["thinking"], m["tool_calls"], m["tool_name"],
+                    m["tool_call_id"], dict(m["metadata"] or {}), str(m["created_at"]))
+            for m in document["messages"]
+        ]  # fmt: skip
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"{where} line {line}: the exported conversation lacks or "
+                           f"mistypes {exc}; nothing imported.") from None
+    bad = [m.role for m in messages if m.role not in ROLES]
+    if bad:
+        raise InvalidInput(f"{where} line {line}: unknown role {bad[0]!r}; nothing imported.")
+    return conversation, messages
