@@ -29,7 +29,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from chat' -l no-stream -d 'Wait
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l timeout -x -d 'Give up when Ollama does not answer in time.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s c -l continue -d 'Continue the latest conversation.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l cid -x -d 'Continue this conversation (a unique id prefix).'
-complete -c localgpt -n '__fish_seen_subcommand_from chat' -l no-save -d 'Do not store this exchange in the history.'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l no-save -d 'Keep this chat in memory only (the REPL remembers it); nothing is written.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l window -x -d 'At most N earlier messages in the prompt (default 20).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l tools -x -d 'Tool groups the model may use: GROUP,GROUP, all or none [default: all].'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l no-tools -d 'No tools (same as --tools none).'

@@ -228,3 +228,21 @@ def test_an_older_schema_is_migrated_forward(pg_url, monkeypatch):
         assert store._conn.execute("SELECT version FROM localgpt_schema").fetchone()[0] == 2
         assert store._conn.execute("SELECT pinned FROM localgpt_conversations").fetchone() == (
             False,)
+
+
+def test_the_postgres_backend_connects_as_the_pg_variables_say(standin, pg_url, monkeypatch):
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(pg_url)
+    monkeypatch.setenv("LOCALGPT_HISTORY_BACKEND", "postgres")
+    for var, value in {"PGHOST": parts.hostname, "PGPORT": str(parts.port),
+                       "PGUSER": parts.username, "PGPASSWORD": parts.password,
+                       "PGDATABASE": parts.path.lstrip("/")}.items():  # fmt: skip
+        monkeypatch.setenv(var, str(value))
+    done = invoke("chat", "--json", "stored via PG* variables").records()[-1]["payload"]
+    with PostgresStore.open(pg_url) as store:
+        assert store.get(done["conversation_id"]).title == "stored via PG* variables"
+    assert not db_path().exists()
+    monkeypatch.setenv("PGPASSWORD", "wrong")
+    r = invoke("history")
+    assert r.exit_code == 77 and "wrong" not in r.stderr

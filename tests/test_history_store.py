@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,29 @@ def test_update_metadata_of_an_unknown_message_is_not_found(store: SQLiteStore):
         store.update_metadata("01AAAAAAAAAAAAAAAAAAAAAAAA", {"important": True})
     assert err.value.exit_code == EXIT_INVALID
     assert "01AAAAAAAAAAAAAAAAAAAAAAAA" in str(err.value)
+
+
+def test_import_keeps_ids_adds_only_what_is_missing_and_refuses_conflicts(opener, clock):
+    source = MemoryStore(clock=clock)
+    conv = source.create_conversation("qwen3", metadata={"system": "terse"})
+    first = [source.add_message(conv.id, "user", "zebra one"),
+             source.add_message(conv.id, "assistant", "ok", metadata={"important": True})]
+    with opener() as store:
+        assert store.import_conversation(source.get(conv.id), first) == 2
+        assert store.import_conversation(source.get(conv.id), first) == 0
+        assert store.messages(conv.id) == first
+        assert store.get(conv.id) == source.get(conv.id)
+        later = source.add_message(conv.id, "user", "zebra two")
+        assert store.import_conversation(source.get(conv.id), [*first, later]) == 1
+        assert [h.message_id for h in store.search("zebra two")] == [later.id]
+        assert store.get(conv.id).messages == 3
+        assert store.add_message(conv.id, "assistant", "next").seq == 3
+        clash = replace(later, id=new_id(), seq=3, content="not the same")
+        with pytest.raises(InvalidInput) as err:
+            store.import_conversation(source.get(conv.id), [*first, later, clash])
+        assert conv.id in str(err.value)
+        assert [m.content for m in store.messages(conv.id)] == [
+            "zebra one", "ok", "zebra two", "next"]
 
 
 # -- titles -------------------------------------------------------------------------------

@@ -66,7 +66,8 @@ Examples:
 @click.option("-c", "--continue", "continue_", is_flag=True,
               help="Continue the latest conversation.")
 @click.option("--cid", metavar="ID", help="Continue this conversation (a unique id prefix).")
-@click.option("--no-save", is_flag=True, help="Do not store this exchange in the history.")
+@click.option("--no-save", is_flag=True,
+              help="Keep this chat in memory only (the REPL remembers it); nothing is written.")
 @click.option("--window", type=click.IntRange(min=0), metavar="N",
               help="At most N earlier messages in the prompt (default 20).")
 @click.option("--tools", "tools", metavar="GROUPS",

@@ -96,7 +96,8 @@ class MemoryStore:
             conv = self._require(conversation_id)
             now = iso(self._clock())
             calls = None if tool_calls is None else _copy(tool_calls)
-            message = Message(new_id(), conversation_id, len(conv.messages), role, content,
+            seq = conv.messages[-1].seq + 1 if conv.messages else 0
+            message = Message(new_id(), conversation_id, seq, role, content,
                               thinking, calls, tool_name, tool_call_id, _copy(metadata or {}),
                               now)  # fmt: skip
             conv.messages.append(message)
@@ -117,7 +118,8 @@ class MemoryStore:
             conv = self._conversations[message.conversation_id]
             metadata = _copy(_resolve.merged_metadata(message.metadata, changes))
             updated = replace(message, metadata=metadata)
-            conv.messages[message.seq] = updated
+            at = next(i for i, m in enumerate(conv.messages) if m.id == message_id)
+            conv.messages[at] = updated
         return updated
 
     def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
