@@ -34,7 +34,8 @@ from tests.bench.rerank import THRESHOLD, judged, labelled
 
 FEATURES = ("similarity", "sim_gap", "bm25_rel", "rerank_rel", "rank", "vector_rank",
             "keyword_rank", "rank_gap", "both_sides", "doc_passages", "idf_coverage",
-            "coverage", "centrality", "to_best")  # fmt: skip
+            "coverage", "centrality", "to_best", "centrality_10", "centrality_20",
+            "rocchio")  # fmt: skip
 
 
 def idf_table(coll: Any) -> tuple[dict[str, float], dict[str, np.ndarray]]:
@@ -51,12 +52,14 @@ def idf_table(coll: Any) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     return {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}, vectors
 
 
-def features(hits: list[Any], wide: list[Any], query: str, idf: dict[str, float],
+def features(hits: list[Any], wide: list[Any], query: tuple[str, Any], idf: dict[str, float],
              vectors: dict[str, np.ndarray]) -> list[list[float]]:  # fmt: skip
     """One feature row per hit of the top 5 (order of FEATURES)."""
     from localgpt_cli.rag.rerank import terms
 
-    words = terms(query)
+    words = terms(query[0])
+    qv = np.asarray(query[1], dtype=float)
+    qv /= np.linalg.norm(qv) or 1.0
     weights = {w: idf.get(w, max(idf.values())) for w in words}
     total = sum(weights.values()) or 1.0
     sims = [h.extra.get("similarity") for h in hits]
@@ -67,6 +70,9 @@ def features(hits: list[Any], wide: list[Any], query: str, idf: dict[str, float]
     docs = Counter(h.document_id for h in wide)
     vecs = [vectors[h.extra["chunk_id"]] for h in hits]
     centre = np.mean(vecs, axis=0)
+    c10 = np.mean([vectors[h.extra["chunk_id"]] for h in wide[:10]], axis=0)
+    c20 = np.mean([vectors[h.extra["chunk_id"]] for h in wide[:20]], axis=0)
+    rocchio = qv + c10 / (np.linalg.norm(c10) or 1.0)
     out = []
     for i, h in enumerate(hits):
         sim = h.extra.get("similarity")
@@ -79,7 +85,8 @@ def features(hits: list[Any], wide: list[Any], query: str, idf: dict[str, float]
                     float(vr <= 100 and kr <= 100), docs[h.document_id],
                     sum(weights[w] for w in found) / total,
                     len(found) / max(len(words), 1), float(vecs[i] @ centre),
-                    float(vecs[i] @ vecs[0])])  # fmt: skip
+                    float(vecs[i] @ vecs[0]), float(vecs[i] @ c10), float(vecs[i] @ c20),
+                    float(vecs[i] @ rocchio)])  # fmt: skip
     return out
 
 
@@ -92,9 +99,9 @@ def collect(coll: Any, ids: list[str], items: list[Any], judgements: Any,
     top = search_many(coll, items, k=5, **common)
     wide = search_many(coll, items, k=40, **common)
     xs, ys, qs = [], [], []
-    for qi, (qid, res, big, (text, _)) in enumerate(zip(ids, top, wide, items, strict=True)):
+    for qi, (qid, res, big, item) in enumerate(zip(ids, top, wide, items, strict=True)):
         relevant = {d for d, g in judgements.get(qid, {}).items() if g > 0}
-        for row, h in zip(features(res.hits, big.hits, text, *tables), res.hits, strict=True):
+        for row, h in zip(features(res.hits, big.hits, item, *tables), res.hits, strict=True):
             xs.append(row)
             ys.append(h.document_id in relevant)
             qs.append(qi)
