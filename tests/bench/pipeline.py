@@ -6,8 +6,9 @@ answer pipeline around it) against plain hybrid retrieval, on real data.
 The collection is Cranfield's passages stored four times over with their real
 all-MiniLM-L6-v2 vectors (10,996 rows, as tests/bench/rerank.py builds it; `--keep DIR`
 reuses the ingested collections of either benchmark). Query vectors are computed once,
-so every side times the same search. Per question, alternated (each side first in turn)
-so machine load and warm caches hit all sides alike:
+so every side times the same search (the query `--pipeline fast` searches: the question,
+joined with the turn before when the shaper's rule says so). Per question, alternated
+(each side first in turn) so machine load and warm caches hit all sides alike:
 
 - plain: `rag.retrieve.search`, hybrid, k=5, no reranker, no gate;
 - fast path: the same search with the local reranker and the gate at the default θ,
@@ -42,6 +43,8 @@ from tests.bench.labelled import build as ingest
 from tests.bench.labelled import environment, open_collection, served_model
 from tests.bench.rerank import THRESHOLD, labelled, ten_k
 
+PREVIOUS = ["an earlier question about the same topic"]  # the turn before each question
+
 
 def retriever(coll: Any, vectors: dict[str, Any], **options: Any) -> Callable[[str], Retrieved]:
     """A chat turn's retriever over `coll` with the query vectors precomputed."""
@@ -55,16 +58,24 @@ def retriever(coll: Any, vectors: dict[str, Any], **options: Any) -> Callable[[s
     return retrieve
 
 
-def measure(coll: Any, items: list[tuple[str, Any]], runs: int) -> dict[str, float]:
+def shaped(question: str) -> str:
+    """What `--pipeline fast` searches for `question` after PREVIOUS (the shaper joins a
+    short or anaphoric question with the previous turn)."""
+    from localgpt_cli.kernel.answer.shaper import fallback_query
+
+    return fallback_query(question, PREVIOUS)
+
+
+def measure(coll: Any, items: list[tuple[str, Any]], vectors: dict[str, Any],
+            runs: int) -> dict[str, float]:  # fmt: skip
     """Median milliseconds per question of each side, and the share of questions whose
-    passages the gate all dropped."""
-    vectors = {text: vector for text, vector in items}
-    texts = list(vectors)
+    passages the gate all dropped. `vectors` holds the shaped queries' vectors too."""
+    texts = [text for text, _ in items]
     plain = retriever(coll, vectors)
     fast = retriever(coll, vectors, rerank="local", theta=DEFAULT_THETA,
                      gate_scale=scale_for("all-minilm", THRESHOLD))  # fmt: skip
     pipeline = build(AnswerOptions(pipeline="fast"), fast, None)
-    recorded = {q: fast(q) for q in texts}  # warms caches and indexes too
+    recorded = {shaped(q): fast(shaped(q)) for q in texts}  # warms caches and indexes too
     replay = build(AnswerOptions(pipeline="fast"), lambda q: copy.deepcopy(recorded[q]),
                    None)  # fmt: skip
 
@@ -74,13 +85,16 @@ def measure(coll: Any, items: list[tuple[str, Any]], runs: int) -> dict[str, flo
         return time.perf_counter() - start
 
     def turn(q: str, which: Pipeline) -> None:
-        state = which.run(q, ["an earlier question about the same topic"])
+        state = which.run(q, PREVIOUS)
+        if state.failures:  # e.g. a shaped query with no vector: it would time nothing
+            raise RuntimeError("; ".join(state.failures))
         fit_passages(state, [], 6000)
         pinned_blocks("Answer briefly.", [], None, state)
         payload(state, "fast")
 
     sides: dict[str, Callable[[str], object]] = {
-        "plain": plain, "fast path": fast, "fast pipeline": lambda q: turn(q, pipeline),
+        "plain": lambda q: plain(shaped(q)), "fast path": lambda q: fast(shaped(q)),
+        "fast pipeline": lambda q: turn(q, pipeline),
         "stages alone": lambda q: turn(q, replay)}  # fmt: skip
     times: dict[str, list[float]] = {name: [] for name in sides}
     names = list(sides)
@@ -103,9 +117,13 @@ def main(argv: list[str] | None = None) -> int:
         work = args.keep or Path(scratch)
         ingest("cranfield", work, environment(work, url))
         _, items, _ = labelled("cranfield", embedder)
+        items = items[: args.queries]
+        vectors = {text: vector for text, vector in items}
+        extra = sorted({shaped(t) for t, _ in items} - set(vectors))
+        vectors |= dict(zip(extra, embedder.embed_array(extra), strict=True))
         coll = ten_k(work, open_collection(work, "cranfield"))
-    items = items[: args.queries]
-    ms = measure(coll, items, args.runs)
+    ms = measure(coll, items, vectors, args.runs)
+    print(f"the shaper joined {len(extra)} of {len(items)} questions with the turn before")
     p = ms["plain"]
     print(f"{coll.count():,} passages (Cranfield x4, real MiniLM vectors), k=5, "
           f"{len(items)} questions x {args.runs} rounds (medians), θ={DEFAULT_THETA}")
