@@ -243,6 +243,18 @@ def test_model_gate_theta_keeps_partial_support(standin, corpus):
     assert done["grounded"] is True
 
 
+def test_the_model_stages_ask_for_one_item_per_passage_at_most(standin, corpus):
+    """A server that turns the schema into a grammar (llama.cpp) must stop a small model
+    that repeats verdicts until its context is full: SmolLM2-135M did, for 120 s."""
+    sources, _, _ = ask("--gate", "model", "--reranker", "model", QUESTION)
+    sent = {name: b["format"]["properties"][name] for b in standin.format_requests()
+            for name in ("scores", "verdicts") if name in b["format"].get("properties", {})}
+    assert set(sent) == {"scores", "verdicts"}
+    for array in sent.values():
+        assert array["maxItems"] == len(sources["kept"]) == 2
+        assert array["items"]["properties"]["id"]["enum"] == ["P1", "P2"]
+
+
 def test_model_reranker_reorders_by_the_models_scores(standin, corpus):
     sources, _, _ = ask("--pipeline", "fast", QUESTION)
     first = [(p["path"], p["chunk"]) for p in sources["kept"]]

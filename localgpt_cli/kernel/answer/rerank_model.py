@@ -32,8 +32,13 @@ def judged(caller: ModelCaller, state: PipelineState, system: str, name: str,
     ids = state.ids()
     shipped = schemas.load(name)
     user = f"Question: {state.query}\n\nPassages:\n{passages_text(state.kept)}"
-    value = caller.ask(system, user, schemas.with_ids(shipped, ids), check=shipped)
-    items = value["scores" if name == "rerank" else "verdicts"]
+    field = "scores" if name == "rerank" else "verdicts"
+    sent = schemas.with_ids(shipped, ids)
+    # One item per passage at most: a server that turns the schema into a grammar then
+    # stops a small model that would repeat items until its context is full.
+    sent["properties"][field]["maxItems"] = len(ids)
+    value = caller.ask(system, user, sent, check=shipped)
+    items = value[field]
     unknown = sorted({i["id"] for i in items} - set(ids))
     if unknown:
         raise StageFallback("unknown_citation", ", ".join(unknown))
