@@ -23,7 +23,6 @@ from pathlib import Path
 from localgpt_cli.history.sqlite import SQLiteStore
 from localgpt_cli.kernel.context import prompt_budget
 from localgpt_cli.kernel.memory import MemorySettings, episodes, recall
-from localgpt_cli.kernel.session import replay
 
 QUESTIONS = {
     "rare": "what is my build server called?",
@@ -86,7 +85,7 @@ def main() -> None:
         times, kept = [], None
         for _ in range(args.runs):
             start = time.perf_counter()
-            out = recall(episodes(stored, replay), question, budget, settings, files=files)
+            out = recall(episodes(stored), question, budget, settings, files=files)
             times.append(time.perf_counter() - start)
             kept = [e["turn"] for e in out.report["kept"]]
         assert kept is not None and (name == "common" or planted in kept), kept
