@@ -80,11 +80,12 @@ def relevance(texts: Sequence[str], question: str) -> list[float]:
     lengths = [len(text) + 1 for text in texts]  # characters: only the ratio to the mean counts
     average = sum(lengths) / len(lengths)
     out = [0.0] * n
+    k1_plus_1 = BM25_K1 + 1
     for i, row in enumerate(zip(*columns, strict=True)):
         if any(row):
             norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / average)
             pairs = zip(idfs, row, strict=True)
-            s = sum(idf * f * (BM25_K1 + 1) / (f + norm) for idf, f in pairs if f)
+            s = sum([idf * f * k1_plus_1 / (f + norm) for idf, f in pairs if f])
             out[i] = s / (s + RELEVANCE_HALF)
     return out
 
