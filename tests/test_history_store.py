@@ -247,6 +247,35 @@ def test_update_metadata_of_an_unknown_message_is_not_found(store: SQLiteStore):
     assert "01AAAAAAAAAAAAAAAAAAAAAAAA" in str(err.value)
 
 
+def test_a_message_is_named_by_a_unique_prefix_of_its_id(store: SQLiteStore):
+    """`history mark` takes what a person types: any unique prefix, in any case, of a
+    message id in any conversation; one that names several lists them, one that names
+    none says so, and neither changes anything."""
+    first, second = store.create_conversation("m"), store.create_conversation("m")
+    said = [store.add_message(first.id, "user", "the build server is atlas-7"),
+            store.add_message(second.id, "assistant", "noted, atlas-7"),
+            store.add_message(second.id, "user", "")]  # fmt: skip
+    target = said[1]
+    n = next(k for k in range(1, 27)
+             if not any(m.id.startswith(target.id[:k]) for m in said if m != target))  # fmt: skip
+    assert store.resolve_message(target.id[:n].lower()) == target
+    assert store.resolve_message(f"  {target.id}  ") == store.get_message(target.id)
+    common = os.path.commonprefix([m.id for m in said])
+    with pytest.raises(AmbiguousId) as err:
+        store.resolve_message(common)
+    assert err.value.exit_code == EXIT_INVALID and err.value.code == "ambiguous_id"
+    assert err.value.candidates == sorted((m.id for m in said), reverse=True)
+    assert "(assistant: noted, atlas-7)" in str(err.value) and "(user: empty)" in str(err.value)
+    assert "\n" not in str(err.value)
+    for unknown in ["ZZZZZZZZ", "not-an-id!", first.id]:  # a conversation id is not a message's
+        with pytest.raises(NotFound) as missing:
+            store.resolve_message(unknown)
+        assert missing.value.exit_code == EXIT_INVALID and repr(unknown) in str(missing.value)
+    with pytest.raises(InvalidInput):
+        store.resolve_message("  ")
+    assert [m.metadata for m in said] == [store.get_message(m.id).metadata for m in said]
+
+
 def test_import_keeps_ids_adds_only_what_is_missing_and_refuses_conflicts(opener, clock):
     source = MemoryStore(clock=clock)
     conv = source.create_conversation("qwen3", metadata={"system": "terse"})

@@ -236,3 +236,61 @@ def test_only_name_like_statements_count_as_contradictions():
     out = recall(episodes(stored), "capital cities again?", 100_000, SETTINGS, now=NOW)
     assert not [d for d in out.report["dropped"] if d["reason"] == "conflict"]
     assert {3, 6} <= {e["turn"] for e in out.report["kept"]}
+
+
+# -- the selection itself, pinned: a faster scorer must choose exactly as before ---------------
+
+SELECTION_GOLDEN = Path(__file__).resolve().parent / "golden" / "memory_selection.json"
+AWKWARD = ["server", "servers", "serveres", "box", "boxes", "atlas-7", "atlas-7s", "atlas",
+           "build", "did", "candid", "say", "essay", "data", "data_set", "data-set", "system",
+           "systemd", "café", "İstanbul", "ΣΟΦΟΣ", "don't", "server’s", "(server)", "[data]",
+           "\"build\"", "x", "7", "v1.2", "/srv/app", "ops@host", "class", "classes", "bus",
+           "buses", "the", "is", "called", "named"]  # fmt: skip
+GAPS = [" ", " ", " ", "  ", "\n", "\t", ", ", ". ", "\u00a0", "\x0c", " - ", "—", ";", "\r\n"]
+ASKED = ["what is my build server called?", "what did we say about the system and the data?",
+         "Boxes and buses, classes?", "atlas-7 café İstanbul σοφος", "data_set data-set v1.2 7 x"]
+
+
+def awkward_conversation(seed: int, turns: int) -> list[Stored]:
+    """Punctuation, plurals, hyphens, case, non-ASCII, tool calls, empty answers, marks."""
+    import random
+
+    rng = random.Random(seed)
+
+    def text(n: int) -> str:
+        return "".join((w.upper() if rng.random() < 0.1 else w) + rng.choice(GAPS)
+                       for w in rng.choices(AWKWARD, k=n))  # fmt: skip
+
+    out = [Stored("a0", "assistant", text(3))]
+    for i in range(1, turns + 1):
+        out.append(Stored(f"u{i}", "user", text(rng.randint(1, 25))))
+        if rng.random() < 0.1:
+            call = {"function": {"name": "calculator", "arguments": {"expression": "1+1"}}}
+            out += [Stored(f"c{i}", "assistant", "", tool_calls=[call]),
+                    Stored(f"t{i}", "tool", "2", tool_name="calculator")]  # fmt: skip
+        if rng.random() < 0.05:
+            out[-1].metadata["important"] = True
+        out.append(Stored(f"a{i}", "assistant", text(rng.randint(0, 60))))
+    return out
+
+
+def test_the_selection_is_the_one_pinned_in_the_golden_file():
+    """The reports (scores, kept, dropped and why) and the messages sent, for questions on
+    generated conversations, as the first scorer chose them (LOCALGPT_UPDATE_GOLDEN=1
+    rewrites the file after an intended change)."""
+    import hashlib
+    import json
+
+    got = {}
+    for seed, size in ((1, 30), (2, 150), (3, 400)):
+        turns = episodes(awkward_conversation(seed, size))
+        for question in ASKED:
+            for budget in (1500,):
+                out = recall(turns, question, budget, SETTINGS, now=NOW)
+                sent = json.dumps(out.messages, ensure_ascii=False, sort_keys=True)
+                got[f"{seed} {budget} {question}"] = {
+                    "report": out.report, "sent": hashlib.sha256(sent.encode()).hexdigest()}
+    text = json.dumps(got, ensure_ascii=False, sort_keys=True).replace("}, ", "},\n") + "\n"
+    if os.environ.get("LOCALGPT_UPDATE_GOLDEN") == "1":
+        SELECTION_GOLDEN.write_text(text)
+    assert json.loads(text) == json.loads(SELECTION_GOLDEN.read_text())

@@ -133,6 +133,31 @@ def test_history_mark_latest_and_errors(standin, isolated_env):
     assert r.exit_code == 6 and "Traceback" not in r.stderr
 
 
+def test_history_mark_takes_a_unique_prefix_of_a_message_id(standin, isolated_env):
+    cid, ids = _conversation(3)
+    with SQLiteStore.open(home() / "history.db") as store:
+        every = [m.id for m in store.messages(cid)]
+    n = next(k for k in range(1, 27)
+             if not any(i.startswith(ids[1][:k]) for i in every if i != ids[1]))  # fmt: skip
+    r = invoke("history", "mark", ids[1][:n].lower(), "--important")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == f"marked {ids[1]} important  (user: note 1: buy 1 apples)\n"
+    common = os.path.commonprefix(every)
+    r = invoke("history", "mark", common, "--important")
+    assert r.exit_code == 6 and r.stdout == ""
+    assert r.stderr.count("\n") <= 2 and "Traceback" not in r.stderr  # the error, its hint
+    newest = f"{every[-1]} (assistant: ok 2);"
+    assert f"message id {common!r} is ambiguous: it starts {newest}" in r.stderr
+    r = invoke("history", "mark", common, "--important", "--json")
+    error = r.records()[0]
+    assert error["code"] == "ambiguous_id" and r.exit_code == 6
+    r = invoke("history", "mark", "0000000000", "--important")
+    assert r.exit_code == 6 and "no message has an id starting with '0000000000'" in r.stderr
+    with SQLiteStore.open(home() / "history.db") as store:
+        marked = [m.id for m in store.messages(cid) if m.metadata.get("important")]
+    assert marked == [ids[1]]
+
+
 def test_memory_settings_come_from_the_config_file_and_are_checked(standin, isolated_env):
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "localgpt" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)

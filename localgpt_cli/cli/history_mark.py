@@ -3,8 +3,8 @@
 Conversation memory (kernel/memory.py) scores older turns by relevance times a fading
 weight; a turn with a message marked `metadata["important"] = true` keeps weight 1
 however old it is. The REPL's `/remember` marks the last answer; this marks any message
-after the fact (an id from `history show ID --json`), or with `latest` the last message
-of the latest conversation.
+after the fact (an id from `history show ID --json`, or a unique prefix of one, as with
+conversation ids), or with `latest` the last message of the latest conversation.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from localgpt_cli.errors import NotFound, UsageError
     "mark",
     epilog="\b\nExamples:\n  localgpt history mark latest --important\n"
     "  localgpt history show latest --json | jq -r 'select(.role==\"user\") | .id'\n"
-    "  localgpt history mark 01JD3X4AK2M9Q8R7T6V5W4X3Y2 --not-important",
+    "  localgpt history mark 01JD3X4AK2M9 --not-important   # a unique prefix of the id",
 )
 @click.argument("message_id", metavar="MESSAGE_ID|latest")
 @click.option("--important/--not-important", default=None,
@@ -39,7 +39,9 @@ def mark(app: App, message_id: str, important: bool | None) -> None:
         if not last:
             raise NotFound("the latest conversation has no messages.")
         message_id = last[0].id
-    message = store.update_metadata(message_id.strip(), {"important": True if important else None})
+    else:
+        message_id = store.resolve_message(message_id).id
+    message = store.update_metadata(message_id, {"important": True if important else None})
     if app.output.json:
         app.output.record(message.to_record())
         return

@@ -203,6 +203,16 @@ class MemoryStore:
                          reverse=True)[:limit]  # fmt: skip
             return [_summary(self._conversations[cid].head) for cid in ids]
 
+    def resolve_message(self, reference: str) -> Message:
+        """The message named by a full id or a unique prefix of one (resolve.py)."""
+        return _resolve.resolve_message(reference, self._messages_starting_with)
+
+    def _messages_starting_with(self, prefix: str, limit: int) -> list[Message]:
+        with self._lock:
+            ids = sorted((mid for mid in self._messages if mid.startswith(prefix)),
+                         reverse=True)[:limit]  # fmt: skip
+        return [self.get_message(mid) for mid in ids]
+
     def list_conversations(self, limit: int = 20, offset: int = 0) -> list[ConversationSummary]:
         """Conversations, most recently updated first."""
         if limit < 0 or offset < 0:

@@ -69,6 +69,11 @@ class Store(Protocol):
         """The message with exactly this id (NotFound otherwise)."""
         ...
 
+    def resolve_message(self, reference: str) -> Message:
+        """The message named by a full id or a unique prefix of one (resolve.py's rule:
+        NotFound, or AmbiguousId listing the candidates)."""
+        ...
+
     def latest(self) -> Conversation | None:
         """The most recently updated conversation (what `chat -c` continues), if any."""
         ...

@@ -297,6 +297,14 @@ class SQLiteStore:
         return [ConversationSummary(*row) for row in rows]
 
     @_store_call
+    def resolve_message(self, reference: str) -> Message:
+        """The message named by a full id or a unique prefix of one (resolve.py)."""
+        return _resolve.resolve_message(reference, lambda prefix, limit: [
+            message_from_row(row) for row in self._conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id >= ? AND id < ?"
+                " ORDER BY id DESC LIMIT ?", (prefix, prefix + _AFTER_ID_CHARS, limit))])
+
+    @_store_call
     def list_conversations(self, limit: int = 20, offset: int = 0) -> list[ConversationSummary]:
         """Conversations, most recently updated first."""
         if limit < 0 or offset < 0:

@@ -35,7 +35,7 @@ _VERB = re.compile(
 )
 _NAME_LIKE = re.compile(r"[\d\-._/:@]")  # atlas-7, 8080, v1.2, /srv/app, ops@host
 _ASSIGN = re.compile(r"^(?P<key>[^:=]{1,60}?)\s*[:=]\s*(?P<value>\S.*)$")
-_KEY_START = re.compile(r".*[,;:(]")  # the key is what follows the last of these
+_KEY_SEPARATORS = ",;:("  # the key is what follows the last of these
 _ARTICLES = frozenset({"a", "an", "the", "now", "still", "actually"})
 _NOT_KEYS = frozenset({
     "a", "an", "the", "my", "our", "your", "their", "his", "her", "its", "this", "that",
@@ -49,10 +49,18 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def _after_last_separator(key: str) -> str:
+    """What follows the last of _KEY_SEPARATORS (a clause holds no newline), found with
+    rfind: `re.sub(".*[,;:(]", ...)` retried at every position, quadratic in the key."""
+    return key[max(key.rfind(c) for c in _KEY_SEPARATORS) + 1 :]
+
+
 def shingles(text: str) -> set[int]:
     """Hashes of the text's word 5-grams."""
     words = _words(text)
-    return {hash(tuple(words[i : i + SHINGLE])) for i in range(len(words) - SHINGLE + 1)}
+    # The shifted lists zipped (up to the shortest: the last whole 5-gram) give the same
+    # tuples as words[i : i + SHINGLE], made in C.
+    return set(map(hash, zip(*(words[i:] for i in range(SHINGLE)), strict=False)))
 
 
 def facts(text: str) -> dict[str, str]:
@@ -62,10 +70,12 @@ def facts(text: str) -> dict[str, str]:
         clause = clause.strip(" \t-*#>`\"'")
         if not clause or len(clause) > MAX_LINE:
             continue
-        m = _VERB.match(clause) or _ASSIGN.match(clause)
+        m = _VERB.match(clause)
+        if m is None and ("=" in clause or ":" in clause):  # _ASSIGN's own test, cheaper
+            m = _ASSIGN.match(clause)
         if m is None:
             continue
-        key = _KEY_START.sub("", m.group("key"))
+        key = _after_last_separator(m.group("key"))
         key_words = [w for w in _words(key) if w not in _NOT_KEYS]
         values = [w for w in _words(m.group("value")) if w not in _ARTICLES]
         if not key_words or not values or values[0] in _NOT_VALUES:

@@ -16,15 +16,17 @@ turns that still fit, after dropping those that repeat or contradict a `--file` 
 turn (FILES > newer > older). The prompt keeps chronological order. Every decision is in
 `Recall.report`, the payload of the `memory` packet.
 
-The scoring reads only the question's terms out of each turn (one regex pass), and
-tokens are estimated only for turns that passed the fading threshold, so selection
-stays in milliseconds at a thousand turns (tests/bench/memory.py).
+The scoring reads only the question's terms out of the turns (kernel/terms.py), the
+turns are built from the stored messages in one pass, only the turns that can be kept or
+are worth reporting become objects, and tokens are estimated only for turns that passed
+the fading threshold, so selection stays under 20 ms at a thousand turns
+(tests/bench/memory.py).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +35,7 @@ from typing import Any
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.kernel.conflicts import FileFacts, facts
 from localgpt_cli.kernel.context import message_tokens
+from localgpt_cli.kernel.terms import relevance
 
 Chat = dict[str, Any]
 
@@ -42,27 +45,7 @@ Chat = dict[str, Any]
 # the question well (relevance >= 0.5) after ~90, an important one never.
 PRIOR = 0.1
 MIN_SCORE = 0.08
-RELEVANCE_HALF = 3.0  # the BM25 score at which relevance is 0.5 (saturating, in [0, 1))
-BM25_K1, BM25_B = 1.2, 0.75
 DROPPED_SHOWN = 20  # the report lists at most this many dropped turns, best first
-
-STOPWORDS = frozenset({
-    "a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at",
-    "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can",
-    "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from",
-    "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how",
-    "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my",
-    "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours",
-    "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the",
-    "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through",
-    "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where",
-    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
-    "yourself", "please", "tell", "know", "remember"
-})
-# Punctuation read as a space (not `-`, so `atlas-7` stays one word; not `_`): every word
-# of a text then starts after a space, and `re` finds " term" by its literal prefix.
-_SPACES = str.maketrans(dict.fromkeys(
-    "!\"#$%&'()*+,./:;<=>?@[\\]^`{|}~\n\t\r", " "))
 
 
 @dataclass(frozen=True)
@@ -106,99 +89,40 @@ def replay(messages: Sequence[Any]) -> list[Chat]:
     Thinking is not sent back (Ollama strips it from earlier turns anyway), and an
     assistant message that ended before saying anything is left out.
     """
-    out: list[Chat] = []
-    for m in messages:
-        if m.role == "assistant" and not m.content and not m.tool_calls:
-            continue
-        chat: Chat = {"role": m.role, "content": m.content}
-        if m.tool_calls:
-            chat["tool_calls"] = m.tool_calls
-        if m.tool_name:
-            chat["tool_name"] = m.tool_name
-        out.append(chat)
-    return out
+    return [chat for chat in map(_chat, messages) if chat is not None]
+
+
+def _chat(m: Any) -> Chat | None:
+    if m.role == "assistant" and not m.content and not m.tool_calls:
+        return None
+    chat: Chat = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        chat["tool_calls"] = m.tool_calls
+    if m.tool_name:
+        chat["tool_name"] = m.tool_name
+    return chat
 
 
 def episodes(stored: Sequence[Any]) -> list[Episode]:
     """Stored messages (history `Message`s) -> turns. A turn starts at each user message;
-    `replay` turns its messages into what the model is sent (or nothing)."""
-    groups: list[list[Any]] = []
-    marked: set[int] = set()  # the groups holding a message marked important
+    `replay` turns its messages into what the model is sent (or nothing). One pass: at
+    a thousand turns this is a fifth of the selection time."""
+    out: list[Episode] = []
+    number = 0
     for message in stored:
-        if message.role == "user" or not groups:
-            groups.append([message])
-        else:
-            groups[-1].append(message)
+        if message.role == "user" or not number:
+            number += 1
+            turn = Episode(number, [], [], message.created_at, False)
+            out.append(turn)
+        turn.message_ids.append(message.id)
         if message.metadata.get("important") is True:
-            marked.add(len(groups))
-    out = []
-    for number, group in enumerate(groups, 1):
-        chats = replay(group)
-        if chats:
-            out.append(Episode(
-                number, chats, [m.id for m in group], group[0].created_at, number in marked,
-                "\n".join([c["content"] for c in chats if c["content"]]),
-            ))  # fmt: skip
-    return out
-
-
-def query_terms(question: str) -> list[str]:
-    """The question's content words, lower-cased, a plural `s` stripped, each once."""
-    out: dict[str, None] = {}
-    for word in question.lower().translate(_SPACES).split():
-        word = word.strip("-")
-        if not word or word in STOPWORDS or (len(word) < 2 and not word.isdigit()):
-            continue
-        out[_stem(word)] = None
-    return list(out)
-
-
-def _stem(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def relevance(texts: Sequence[str], question: str) -> list[float]:
-    """BM25 of each text for the question, mapped to [0, 1): s / (s + RELEVANCE_HALF).
-
-    Only the question's own terms are looked for (a substring test, then a whole-word
-    count in the turns that have it; one regex alternation over a thousand turns cost 30
-    ms), and a text's length is counted in spaces: the point is not to tokenize every
-    turn for every question.
-    """
-    terms = query_terms(question)
-    if not terms or not texts:
-        return [0.0] * len(texts)
-    lowered = [t.lower() for t in texts]
-    # Punctuation to spaces only in the turns that hold a term at all.
-    for i, text in enumerate(lowered):
-        if any(term in text for term in terms):
-            lowered[i] = " " + text.translate(_SPACES)
-    counts: list[dict[str, int]] = [{} for _ in texts]
-    df = dict.fromkeys(terms, 0)
-    for term in terms:
-        # A literal first: a lookbehind there would make `re` try every position (30x).
-        whole = re.compile(rf" {re.escape(term)}(?:e?s)?(?![\w-])")
-        for tf, text in zip(counts, lowered, strict=True):
-            if term in text:  # a substring test first: most turns lack most terms
-                n = len(whole.findall(text))
-                if n:
-                    tf[term] = n
-                    df[term] += 1
-    lengths = [len(text) + 1 for text in texts]  # characters: only the ratio to the mean counts
-    average = sum(lengths) / len(lengths)
-    n = len(texts)
-    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-    out = []
-    for tf, length in zip(counts, lengths, strict=True):
-        if not tf:
-            out.append(0.0)
-            continue
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        s = sum(idf[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in tf.items())
-        out.append(s / (s + RELEVANCE_HALF))
-    return out
+            turn.important = True
+        chat = _chat(message)
+        if chat is not None:
+            turn.messages.append(chat)
+    for turn in out:
+        turn.text = "\n".join([c["content"] for c in turn.messages if c["content"]])
+    return [turn for turn in out if turn.messages]
 
 
 def _age_days(created_at: str, now: datetime) -> float:
@@ -259,14 +183,9 @@ def recall(
     report: dict[str, Any] = {"recent": [], "kept": [], "dropped": [], "candidates": len(older)}
     kept_recent, used, count = _recent(recent, budget, cap, report)
     scores = relevance([e.text for e in older], question)
-    scored = [
-        _Scored(e, len(turns) - i, r, fade(e, len(turns) - i, settings, now))
-        for i, (e, r) in enumerate(zip(older, scores, strict=True))
-    ]
-    eligible = [s for s in scored if s.score >= MIN_SCORE]
-    faded = [s for s in scored if s.score < MIN_SCORE and s.relevance > 0]
-    faded.sort(key=lambda s: -s.score)
-    dropped = [s.entry(reason="faded") for s in faded[:DROPPED_SHOWN]]
+    eligible, faded = _score(older, scores, len(turns), settings, now)
+    dropped = [_Scored(*args).entry(reason="faded")
+               for _, _, args in heapq.nsmallest(DROPPED_SHOWN, faded)]
     eligible = _dedup(eligible, kept_recent, files, dropped)
     chosen: list[_Scored] = []
     for s in sorted(eligible, key=lambda s: -s.score):
@@ -292,6 +211,24 @@ def recall(
     messages = [m for s in chosen for m in s.episode.messages]
     messages += [m for e in kept_recent for m in e.messages]
     return Recall(messages, report)
+
+
+def _score(
+    older: Sequence[Episode], scores: Sequence[float], total: int, settings: MemorySettings,
+    now: datetime,
+) -> tuple[list[_Scored], list[tuple[float, int, tuple[Episode, int, float, float]]]]:
+    """The older turns that may be kept, and the faded ones worth reporting (those with
+    a word of the question) as (-score, position, _Scored arguments): only the best
+    DROPPED_SHOWN of a thousand become entries."""
+    eligible: list[_Scored] = []
+    faded: list[tuple[float, int, tuple[Episode, int, float, float]]] = []
+    for i, (episode, r) in enumerate(zip(older, scores, strict=True)):
+        weight = fade(episode, total - i, settings, now)
+        if weight * (PRIOR + r) >= MIN_SCORE:
+            eligible.append(_Scored(episode, total - i, r, weight))
+        elif r > 0:
+            faded.append((-weight * (PRIOR + r), i, (episode, total - i, r, weight)))
+    return eligible, faded
 
 
 def _recent(
