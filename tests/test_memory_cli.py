@@ -169,3 +169,40 @@ def test_remember_in_the_repl_marks_the_last_answer(standin, isolated_env):
     with SQLiteStore.open(home() / "history.db") as store:
         messages = store.messages(store.latest().id)
     assert [m.metadata.get("important") for m in messages] == [None, True]
+
+
+def test_remember_in_a_continued_repl_marks_the_answer_it_continues(standin, isolated_env):
+    """`chat -c` then /remember before any question marks the conversation's last answer
+    (it used to say there was no turn yet)."""
+    from tests.test_repl import Terminal
+
+    standin.script(Reply(content="Noted."))
+    assert invoke("chat", "my locker code is 4711").exit_code == 0
+    term = Terminal("chat", "-c")
+    term.read_until(b">>>")
+    term.type(b"/remember\r")
+    term.read_until(b"Remembered")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    with SQLiteStore.open(home() / "history.db") as store:
+        messages = store.messages(store.latest().id)
+    assert [m.metadata.get("important") for m in messages] == [None, True]
+
+
+def test_remember_under_no_save_marks_the_turn_kept_in_memory(standin, isolated_env):
+    """--no-save keeps the REPL's turns in memory, so /remember works and nothing is
+    written; before a question it says to ask first (not that nothing is stored)."""
+    from tests.test_repl import Terminal
+
+    standin.script(Reply(content="Noted."))
+    term = Terminal("chat", "--no-save")
+    term.read_until(b">>>")
+    term.type(b"/remember\r")
+    term.read_until(b"No turn to remember yet: ask something first.")
+    term.type(b"my locker code is 4711\r")
+    term.read_until(b"Noted.")
+    term.type(b"/remember\r")
+    term.read_until(b"Remembered")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    assert not (home() / "history.db").exists()

@@ -327,6 +327,33 @@ def test_repl_sets_groups_with_slash_tools_and_applies_an_edit_on_y(
     assert offered == ["read_file", "list_directory", "propose_edit"]
 
 
+def test_a_refused_slash_tools_leaves_a_no_tools_repl_without_tools(
+    standin, workdir: Path
+) -> None:
+    """`/tools nope` after --no-tools is refused and changes nothing (it once switched
+    every tool on); `/tools math` then offers the math group alone."""
+    from tests.test_repl import Terminal
+
+    standin.script(Reply(content="One."), Reply(content="Two."))
+    term = Terminal("chat", "--no-tools", cwd=workdir)
+    term.read_until(b">>>")
+    term.type(b"/tools nope\r")
+    term.read_until(b"Unknown tool group(s) for /tools: nope.")
+    term.type(b"/tools\r")
+    term.read_until(b"Tools: none.")
+    term.type(b"first\r")
+    term.read_until(b"One.")
+    term.type(b"/tools math\r")
+    term.read_until(b"Tool groups: math.")
+    term.type(b"second\r")
+    term.read_until(b"Two.")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    first, second = standin.chat_requests()
+    assert "tools" not in first or not first["tools"]
+    assert [t["function"]["name"] for t in second["tools"]] == ["calculator"]
+
+
 # -- on a terminal: a panel, the diff coloured -------------------------------------------
 
 
