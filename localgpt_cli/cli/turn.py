@@ -122,7 +122,6 @@ class ChatTurns:
             think=flags.think,
             stream=not flags.no_stream,
             conversation_id=conversation_id,
-            save=True,  # --no-save: into this process's memory (`_history`)
             window=self.window,
             max_iterations=flags.max_iterations,
             files=self.files,

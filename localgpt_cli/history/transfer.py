@@ -10,6 +10,7 @@ with nothing imported.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput
@@ -17,6 +18,25 @@ from localgpt_cli.history.schema import ROLES
 from localgpt_cli.history.types import Conversation, Message
 
 Exported = tuple[Conversation, list[Message]]
+
+
+def missing_messages(
+    conversation: Conversation, messages: Sequence[Message], have: dict[int, str]
+) -> list[Message]:
+    """The exported messages a backend lacks (`have`: its seq -> id for the conversation),
+    in seq order. One rule for every backend, so an export moves between them the same
+    way: a message already there under its id is skipped (importing twice adds nothing);
+    a seq taken by another message, or a message of another conversation, is a conflict
+    and the whole conversation is refused."""
+    new = sorted((m for m in messages if have.get(m.seq) != m.id), key=lambda m: m.seq)
+    for m in new:
+        if m.seq in have or m.conversation_id != conversation.id:
+            raise InvalidInput(
+                f"cannot import conversation {conversation.id}: its message {m.seq} differs "
+                f"from the stored one ({have.get(m.seq)} here, {m.id} in the export); "
+                "nothing of it was imported."
+            )
+    return new
 
 
 def read_exports(text: str, where: str = "stdin") -> list[Exported]:
