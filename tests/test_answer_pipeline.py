@@ -176,6 +176,14 @@ def test_a_stage_that_times_out_falls_back(standin, corpus, isolated_env):
     assert "".join(p["payload"] for p in packets if p["type"] == "token") == "Install wireguard."
 
 
+def test_a_stage_timeout_of_zero_names_the_file_it_came_from(standin, isolated_env):
+    write_config(isolated_env, "[rag]\nstage_timeout = 0\n")
+    r = invoke("chat", "hi")
+    assert r.exit_code == 2 and r.stdout == "" and not standin.chat_requests()
+    assert r.stderr.count("\n") == 1 and "rag.stage_timeout" in r.stderr
+    assert "config.toml" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_a_stage_that_raises_is_an_error_packet_not_a_lost_answer(standin, corpus, monkeypatch):
     from localgpt_cli.kernel.answer import condenser
 
