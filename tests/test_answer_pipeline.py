@@ -325,12 +325,25 @@ def test_explain_prints_the_table_on_stderr(standin, corpus):
     assert lines[0] == f"searched: {QUESTION}"
     assert "status\tid\tpassage\tscores\twhy" in lines
     kept = [line for line in lines if line.startswith("kept\tP1\t")]
-    assert kept and "vpn.md:0" in kept[0] and "fused=" in kept[0]
+    assert kept and "vpn.md (chunk 0)" in kept[0] and "fused=" in kept[0]
     assert any(line.startswith("dropped\tX1\t") and line.endswith("threshold: below_threshold")
                for line in lines)
     assert "stages: shaper ok, retriever ok, condenser ok, audit ok" in lines
     assert any(line.startswith("condensed: 1 facts") for line in lines)
     assert "Sources:" in r.stderr
+
+
+def test_explain_tells_the_model_gate_from_the_score_gate(standin, corpus):
+    standin.script_format(
+        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
+        verdicts("unrelated", 2),
+    )
+    standin.script(Reply(content="No idea."))
+    r = invoke("chat", "--no-tools", "--explain", "--gate", "model", QUESTION)
+    assert r.exit_code == 0
+    gated = [line for line in r.stderr.splitlines() if line.startswith("dropped\t")
+             and line.endswith("gate: gate (unrelated)")]  # fmt: skip
+    assert len(gated) == 2, r.stderr
 
 
 def test_without_explain_plain_output_is_unchanged(standin, corpus):
