@@ -95,6 +95,26 @@ def test_plain_mode_frames_the_preview_on_stdout_after_the_answer(standin, workd
     assert "\x1b" not in r.stdout
 
 
+def test_no_save_never_points_at_last_preview_which_would_run_an_older_command(
+    standin, workdir: Path
+) -> None:
+    """Under --no-save the preview is not in the history: `history last-preview` would
+    hand back the previous stored command, so the footer must not suggest it."""
+    propose(standin, call("propose_command", command="rm -rf build"))
+    assert invoke("chat", "clean up").exit_code == 0
+    propose(standin, call("propose_command", command="ls"))
+    r = invoke("chat", "--no-save", "list")
+    assert r.exit_code == 0, r.stderr
+    footer = "===== not run; yours to copy (not kept in the history) ====="
+    assert r.stdout.splitlines()[-1] == footer
+    assert "last-preview" not in r.stdout
+    assert invoke("history", "last-preview").stdout == "rm -rf build\n"  # the older one
+    propose(standin, call("propose_edit", path="notes.md", diff=DIFF))
+    r = invoke("chat", "--no-save", "change the port")
+    assert r.stdout.splitlines()[-1] == (
+        "===== not applied; not kept in the history, so `localgpt apply` cannot find it =====")
+
+
 def test_last_preview_prints_the_command_alone_for_eval(standin, workdir: Path) -> None:
     propose(standin, call("propose_command", command="echo 'hi there'"))
     assert invoke("chat", "greet").exit_code == 0

@@ -102,6 +102,12 @@ class ChatTurns:
     answer: AnswerOptions | None = None
     search: Any = None  # search_documents' search, for tools switched on later by /tools
 
+    @property
+    def kept(self) -> bool:
+        """Whether the turns outlive this process (not --no-save, not an in-memory
+        history): `apply` and `history last-preview` find only what was kept."""
+        return self.store is not self.app.memory_history()
+
     def request(
         self, prompt: str, stdin_text: str | None = None, conversation_id: str | None = None
     ) -> TurnRequest:
@@ -140,7 +146,8 @@ class ChatTurns:
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
                     toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
-        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain)
+        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
+                                 kept=self.kept)
         try:
             for packet in turn:
                 renderer.packet(packet)
