@@ -18,7 +18,7 @@ from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
 from localgpt_cli.kernel.answer.ground import ground, previous_turns
 from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
-from localgpt_cli.kernel.answer.prompt import fit_passages, pinned_blocks
+from localgpt_cli.kernel.answer.prompt import fit_passages, grounded, pinned_blocks
 from localgpt_cli.kernel.context import (
     DEFAULT_WINDOW,
     MESSAGE_OVERHEAD,
@@ -386,5 +386,5 @@ class Turn:
             used_tools=state.used_tools if state else [],
             cut=self.cuts,
             selection=self.selection.report() if self.selection else None,
-            grounded=None if self.grounding is None else bool(self.grounding.kept),
+            grounded=grounded(self.grounding),
         )
