@@ -214,6 +214,10 @@ def test_explain_shows_the_memory_report_on_stderr(standin, isolated_env):
     assert "Memory:" not in r.stdout
     quiet = invoke("chat", "-c", "-o", "num_ctx", "2048", "and the web server?")
     assert "Memory:" not in quiet.stderr
+    # with --json the memory packet says it, as the sources packet does for its table
+    as_json = invoke("chat", "-c", "--json", "--explain", "-o", "num_ctx", "2048", "and dns?")
+    assert as_json.exit_code == 0 and as_json.stderr == ""
+    assert any(p["type"] == "memory" for p in as_json.records())
 
 
 def test_a_file_given_now_beats_what_the_conversation_said(standin, isolated_env, tmp_path):

@@ -151,7 +151,8 @@ class ChatTurns:
         try:
             for packet in turn:
                 renderer.packet(packet)
-                if packet["type"] == "memory" and self.flags.explain:
+                # like the sources table: --json's packet already carries it
+                if packet["type"] == "memory" and self.flags.explain and not app.output.json:
                     explain_memory(app.output.stderr, packet["payload"])
         except KeyboardInterrupt:
             for packet in turn.abort():
