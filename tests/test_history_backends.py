@@ -172,6 +172,9 @@ def test_a_bad_import_is_refused_whole(isolated_env, tmp_path):
     markdown = invoke("history", "export", "latest", "--json", "-f", "markdown").stdout
     r = invoke("history", "import", input=markdown)
     assert r.exit_code == 6 and "markdown export" in r.stderr
+    r = invoke("history", "import", input='{"type": "export", "content": 5}\n')
+    assert r.exit_code == 6 and "line 1 is an export record without its content" in r.stderr
+    assert "None" not in r.stderr
 
 
 def test_wrong_password_is_exit_77_and_never_shows_it(isolated_env, pg_url, monkeypatch):

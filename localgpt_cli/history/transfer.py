@@ -67,8 +67,9 @@ def _document(value: Any, where: str, line: int) -> dict[str, Any]:
     """The export document a JSON value is or carries (an `export` record's content)."""
     if isinstance(value, dict) and value.get("type") == "export":
         if value.get("format") != "json" or not isinstance(value.get("content"), str):
+            kind = f"a {value['format']} export" if value.get("format") else "an export record"
             raise InvalidInput(
-                f"{where} line {line} is a {value.get('format')} export without its content; "
+                f"{where} line {line} is {kind} without its content; "
                 "only JSON exports to stdout can be imported; nothing imported.",
                 hint="Use `localgpt history export --json` (no -o, no --format markdown).")
         try:
