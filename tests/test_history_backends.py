@@ -92,6 +92,9 @@ def test_config_masks_the_password_of_the_history_url(isolated_env, monkeypatch)
     (url,) = [rec for rec in records if rec.get("key") == "history.url"]
     assert (url["value"], url["source"]) == ("postgresql://team:***@db.lan:5432/lg",
                                              "env LOCALGPT_HISTORY_URL")
+    (backend,) = [rec for rec in records if rec.get("key") == "history.backend"]
+    assert (backend["value"], backend["source"]) == ("postgres",
+                                                     "history.url (env LOCALGPT_HISTORY_URL)")
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "localgpt" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[history]\nurl = "postgresql://me@h/d?password=s3cret"\n')
