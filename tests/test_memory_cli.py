@@ -65,6 +65,14 @@ def test_bad_input_is_one_line_with_the_right_code(isolated_env):
     assert r.exit_code == 6 and "line 1" in r.stderr
 
 
+def test_rm_with_an_unknown_id_removes_none(isolated_env):
+    kept = invoke("memory", "add", "--json", "keep me").records()[0]
+    r = invoke("memory", "rm", kept["id"], "01ZZZZ")  # the first id alone would match
+    assert (r.exit_code, r.stdout) == (6, "") and "01ZZZZ" in r.stderr
+    assert [f["id"] for f in invoke("memory", "list", "--json").records()] == [kept["id"]]
+    assert invoke("memory", "rm", kept["id"]).exit_code == 0
+
+
 def test_facts_go_right_after_the_system_prompt_for_their_collection(standin, isolated_env):
     invoke("memory", "add", "we deploy with Ansible, never by hand")
     invoke("memory", "add", "-C", "papers", "cite by first author and year")
