@@ -127,6 +127,17 @@ def test_a_follow_up_is_searched_with_the_turn_it_follows(standin, corpus):
     assert "how do I set up the VPN?" in shaper_call["messages"][1]["content"]
 
 
+def test_a_follow_up_after_a_turn_of_tool_calls_still_finds_that_turn(standin, corpus):
+    """Two rounds of two tool calls store 8 messages after the question; the follow-up
+    must still be joined to it (the shaper's earlier turns were the last 6 messages)."""
+    sums = [{"name": "calculator", "arguments": {"expression": f"{n}+1"}} for n in (1, 2)]
+    standin.script(Reply(tool_calls=sums), Reply(tool_calls=sums), Reply(content="Done."))
+    first = invoke("chat", "--pipeline", "fast", "-T", "calculator", "how do I set up the VPN?")
+    assert first.exit_code == 0, first.stderr
+    sources, _, _ = ask("-c", "--pipeline", "fast", "and if it drops?")
+    assert sources["query"] == "how do I set up the VPN? and if it drops?"
+
+
 @pytest.mark.parametrize("mode,reason", [
     ("prose", "not_json"), ("invalid_json", "invalid_json"), ("schema", "schema"),
     ("empty", "empty"),
