@@ -135,6 +135,9 @@ def test_window_caps_the_messages():
     out = recall(turns, "build server?", 100_000, SETTINGS, max_messages=2, now=NOW)
     assert out.report["recent"] == [10] and out.report["kept"] == []
     assert len(out.messages) == 2
+    # the cap, not the (ample) token budget, is what left the others out, and it says so
+    reasons = {d["turn"]: d["reason"] for d in out.report["dropped"]}
+    assert reasons[9] == reasons[2] == "window" and "budget" not in reasons.values()
 
 
 def test_a_turn_repeating_or_contradicting_a_file_is_dropped_and_reported():
