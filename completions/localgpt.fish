@@ -138,7 +138,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from ingest' -F
 complete -c localgpt -n '__fish_seen_subcommand_from man' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && not __fish_seen_subcommand_from add list rm' -a add -d 'Add a fact (the words of TEXT, joined).'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && not __fish_seen_subcommand_from add list rm' -a list -d 'List the facts, oldest first: id, scope (global or a collection), added, text.'
-complete -c localgpt -n '__fish_seen_subcommand_from memory && not __fish_seen_subcommand_from add list rm' -a rm -d 'Remove facts by id (or a unique prefix).'
+complete -c localgpt -n '__fish_seen_subcommand_from memory && not __fish_seen_subcommand_from add list rm' -a rm -d 'Remove facts by id (or a unique prefix); an unknown id removes none of them.'
 complete -c localgpt -n '__fish_seen_subcommand_from memory' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from add' -s C -l collection -x -d 'Only for chats on this collection (default: every chat).'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from add' -l json -d 'Write NDJSON records to stdout.'

@@ -108,13 +108,15 @@ class ProjectMemory:
             self._write([*facts, fact])
         return fact, True
 
-    def remove(self, reference: str) -> Fact:
-        """Delete the fact named by its id or a unique prefix of it."""
+    def remove(self, *references: str) -> list[Fact]:
+        """Delete the facts named by their ids or unique prefixes: all or none, so a
+        typo in the second id never leaves the first one half-done."""
         with self._locked():
             facts = self.facts()
-            fact = _resolve(facts, reference)
-            self._write([f for f in facts if f.id != fact.id])
-        return fact
+            gone = list({f.id: f for f in (_resolve(facts, r) for r in references)}.values())
+            ids = {f.id for f in gone}
+            self._write([f for f in facts if f.id not in ids])
+        return gone
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

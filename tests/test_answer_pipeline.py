@@ -127,6 +127,17 @@ def test_a_follow_up_is_searched_with_the_turn_it_follows(standin, corpus):
     assert "how do I set up the VPN?" in shaper_call["messages"][1]["content"]
 
 
+def test_a_follow_up_after_a_turn_of_tool_calls_still_finds_that_turn(standin, corpus):
+    """Two rounds of two tool calls store 8 messages after the question; the follow-up
+    must still be joined to it (the shaper's earlier turns were the last 6 messages)."""
+    sums = [{"name": "calculator", "arguments": {"expression": f"{n}+1"}} for n in (1, 2)]
+    standin.script(Reply(tool_calls=sums), Reply(tool_calls=sums), Reply(content="Done."))
+    first = invoke("chat", "--pipeline", "fast", "-T", "calculator", "how do I set up the VPN?")
+    assert first.exit_code == 0, first.stderr
+    sources, _, _ = ask("-c", "--pipeline", "fast", "and if it drops?")
+    assert sources["query"] == "how do I set up the VPN? and if it drops?"
+
+
 @pytest.mark.parametrize("mode,reason", [
     ("prose", "not_json"), ("invalid_json", "invalid_json"), ("schema", "schema"),
     ("empty", "empty"),
@@ -174,6 +185,14 @@ def test_a_stage_that_times_out_falls_back(standin, corpus, isolated_env):
         "shaper": "timeout", "retriever": None, "condenser": "timeout", "audit": "timeout"}
     assert sources["query"] == QUESTION and done["grounded"] is True
     assert "".join(p["payload"] for p in packets if p["type"] == "token") == "Install wireguard."
+
+
+def test_a_stage_timeout_of_zero_names_the_file_it_came_from(standin, isolated_env):
+    write_config(isolated_env, "[rag]\nstage_timeout = 0\n")
+    r = invoke("chat", "hi")
+    assert r.exit_code == 2 and r.stdout == "" and not standin.chat_requests()
+    assert r.stderr.count("\n") == 1 and "rag.stage_timeout" in r.stderr
+    assert "config.toml" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_stage_that_raises_is_an_error_packet_not_a_lost_answer(standin, corpus, monkeypatch):
@@ -329,12 +348,25 @@ def test_explain_prints_the_table_on_stderr(standin, corpus):
     assert lines[0] == f"searched: {QUESTION}"
     assert "status\tid\tpassage\tscores\twhy" in lines
     kept = [line for line in lines if line.startswith("kept\tP1\t")]
-    assert kept and "vpn.md:0" in kept[0] and "fused=" in kept[0]
+    assert kept and "vpn.md (chunk 0)" in kept[0] and "fused=" in kept[0]
     assert any(line.startswith("dropped\tX1\t") and line.endswith("threshold: below_threshold")
                for line in lines)
     assert "stages: shaper ok, retriever ok, condenser ok, audit ok" in lines
     assert any(line.startswith("condensed: 1 facts") for line in lines)
     assert "Sources:" in r.stderr
+
+
+def test_explain_tells_the_model_gate_from_the_score_gate(standin, corpus):
+    standin.script_format(
+        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
+        verdicts("unrelated", 2),
+    )
+    standin.script(Reply(content="No idea."))
+    r = invoke("chat", "--no-tools", "--explain", "--gate", "model", QUESTION)
+    assert r.exit_code == 0
+    gated = [line for line in r.stderr.splitlines() if line.startswith("dropped\t")
+             and line.endswith("gate: gate (unrelated)")]  # fmt: skip
+    assert len(gated) == 2, r.stderr
 
 
 def test_without_explain_plain_output_is_unchanged(standin, corpus):

@@ -92,6 +92,9 @@ def test_config_masks_the_password_of_the_history_url(isolated_env, monkeypatch)
     (url,) = [rec for rec in records if rec.get("key") == "history.url"]
     assert (url["value"], url["source"]) == ("postgresql://team:***@db.lan:5432/lg",
                                              "env LOCALGPT_HISTORY_URL")
+    (backend,) = [rec for rec in records if rec.get("key") == "history.backend"]
+    assert (backend["value"], backend["source"]) == ("postgres",
+                                                     "history.url (env LOCALGPT_HISTORY_URL)")
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "localgpt" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[history]\nurl = "postgresql://me@h/d?password=s3cret"\n')
@@ -172,6 +175,9 @@ def test_a_bad_import_is_refused_whole(isolated_env, tmp_path):
     markdown = invoke("history", "export", "latest", "--json", "-f", "markdown").stdout
     r = invoke("history", "import", input=markdown)
     assert r.exit_code == 6 and "markdown export" in r.stderr
+    r = invoke("history", "import", input='{"type": "export", "content": 5}\n')
+    assert r.exit_code == 6 and "line 1 is an export record without its content" in r.stderr
+    assert "None" not in r.stderr
 
 
 def test_wrong_password_is_exit_77_and_never_shows_it(isolated_env, pg_url, monkeypatch):

@@ -765,11 +765,12 @@ _WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from localgpt_cli.history.postgres import PostgresStore, is_postgres_url
+    from localgpt_cli.history.postgres import PostgresStore
     from localgpt_cli.history.sqlite import SQLiteStore
 
     where, conversation_id, name, go, turns = sys.argv[1:6]
-    opened = PostgresStore.open(where) if is_postgres_url(where) else SQLiteStore.open(where)
+    is_pg = where.startswith("postgresql://")
+    opened = PostgresStore.open(where) if is_pg else SQLiteStore.open(where)
     with opened as store:
         while not Path(go).exists():
             time.sleep(0.001)

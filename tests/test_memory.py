@@ -135,6 +135,9 @@ def test_window_caps_the_messages():
     out = recall(turns, "build server?", 100_000, SETTINGS, max_messages=2, now=NOW)
     assert out.report["recent"] == [10] and out.report["kept"] == []
     assert len(out.messages) == 2
+    # the cap, not the (ample) token budget, is what left the others out, and it says so
+    reasons = {d["turn"]: d["reason"] for d in out.report["dropped"]}
+    assert reasons[9] == reasons[2] == "window" and "budget" not in reasons.values()
 
 
 def test_a_turn_repeating_or_contradicting_a_file_is_dropped_and_reported():
@@ -214,6 +217,10 @@ def test_explain_shows_the_memory_report_on_stderr(standin, isolated_env):
     assert "Memory:" not in r.stdout
     quiet = invoke("chat", "-c", "-o", "num_ctx", "2048", "and the web server?")
     assert "Memory:" not in quiet.stderr
+    # with --json the memory packet says it, as the sources packet does for its table
+    as_json = invoke("chat", "-c", "--json", "--explain", "-o", "num_ctx", "2048", "and dns?")
+    assert as_json.exit_code == 0 and as_json.stderr == ""
+    assert any(p["type"] == "memory" for p in as_json.records())
 
 
 def test_a_file_given_now_beats_what_the_conversation_said(standin, isolated_env, tmp_path):

@@ -65,6 +65,14 @@ def test_bad_input_is_one_line_with_the_right_code(isolated_env):
     assert r.exit_code == 6 and "line 1" in r.stderr
 
 
+def test_rm_with_an_unknown_id_removes_none(isolated_env):
+    kept = invoke("memory", "add", "--json", "keep me").records()[0]
+    r = invoke("memory", "rm", kept["id"], "01ZZZZ")  # the first id alone would match
+    assert (r.exit_code, r.stdout) == (6, "") and "01ZZZZ" in r.stderr
+    assert [f["id"] for f in invoke("memory", "list", "--json").records()] == [kept["id"]]
+    assert invoke("memory", "rm", kept["id"]).exit_code == 0
+
+
 def test_facts_go_right_after_the_system_prompt_for_their_collection(standin, isolated_env):
     invoke("memory", "add", "we deploy with Ansible, never by hand")
     invoke("memory", "add", "-C", "papers", "cite by first author and year")
@@ -194,3 +202,40 @@ def test_remember_in_the_repl_marks_the_last_answer(standin, isolated_env):
     with SQLiteStore.open(home() / "history.db") as store:
         messages = store.messages(store.latest().id)
     assert [m.metadata.get("important") for m in messages] == [None, True]
+
+
+def test_remember_in_a_continued_repl_marks_the_answer_it_continues(standin, isolated_env):
+    """`chat -c` then /remember before any question marks the conversation's last answer
+    (it used to say there was no turn yet)."""
+    from tests.test_repl import Terminal
+
+    standin.script(Reply(content="Noted."))
+    assert invoke("chat", "my locker code is 4711").exit_code == 0
+    term = Terminal("chat", "-c")
+    term.read_until(b">>>")
+    term.type(b"/remember\r")
+    term.read_until(b"Remembered")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    with SQLiteStore.open(home() / "history.db") as store:
+        messages = store.messages(store.latest().id)
+    assert [m.metadata.get("important") for m in messages] == [None, True]
+
+
+def test_remember_under_no_save_marks_the_turn_kept_in_memory(standin, isolated_env):
+    """--no-save keeps the REPL's turns in memory, so /remember works and nothing is
+    written; before a question it says to ask first (not that nothing is stored)."""
+    from tests.test_repl import Terminal
+
+    standin.script(Reply(content="Noted."))
+    term = Terminal("chat", "--no-save")
+    term.read_until(b">>>")
+    term.type(b"/remember\r")
+    term.read_until(b"No turn to remember yet: ask something first.")
+    term.type(b"my locker code is 4711\r")
+    term.read_until(b"Noted.")
+    term.type(b"/remember\r")
+    term.read_until(b"Remembered")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    assert not (home() / "history.db").exists()

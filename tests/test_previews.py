@@ -95,6 +95,26 @@ def test_plain_mode_frames_the_preview_on_stdout_after_the_answer(standin, workd
     assert "\x1b" not in r.stdout
 
 
+def test_no_save_never_points_at_last_preview_which_would_run_an_older_command(
+    standin, workdir: Path
+) -> None:
+    """Under --no-save the preview is not in the history: `history last-preview` would
+    hand back the previous stored command, so the footer must not suggest it."""
+    propose(standin, call("propose_command", command="rm -rf build"))
+    assert invoke("chat", "clean up").exit_code == 0
+    propose(standin, call("propose_command", command="ls"))
+    r = invoke("chat", "--no-save", "list")
+    assert r.exit_code == 0, r.stderr
+    footer = "===== not run; yours to copy (not kept in the history) ====="
+    assert r.stdout.splitlines()[-1] == footer
+    assert "last-preview" not in r.stdout
+    assert invoke("history", "last-preview").stdout == "rm -rf build\n"  # the older one
+    propose(standin, call("propose_edit", path="notes.md", diff=DIFF))
+    r = invoke("chat", "--no-save", "change the port")
+    assert r.stdout.splitlines()[-1] == (
+        "===== not applied; not kept in the history, so `localgpt apply` cannot find it =====")
+
+
 def test_last_preview_prints_the_command_alone_for_eval(standin, workdir: Path) -> None:
     propose(standin, call("propose_command", command="echo 'hi there'"))
     assert invoke("chat", "greet").exit_code == 0
@@ -325,6 +345,33 @@ def test_repl_sets_groups_with_slash_tools_and_applies_an_edit_on_y(
     assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
     offered = [t["function"]["name"] for t in standin.chat_requests()[0]["tools"]]
     assert offered == ["read_file", "list_directory", "propose_edit"]
+
+
+def test_a_refused_slash_tools_leaves_a_no_tools_repl_without_tools(
+    standin, workdir: Path
+) -> None:
+    """`/tools nope` after --no-tools is refused and changes nothing (it once switched
+    every tool on); `/tools math` then offers the math group alone."""
+    from tests.test_repl import Terminal
+
+    standin.script(Reply(content="One."), Reply(content="Two."))
+    term = Terminal("chat", "--no-tools", cwd=workdir)
+    term.read_until(b">>>")
+    term.type(b"/tools nope\r")
+    term.read_until(b"Unknown tool group(s) for /tools: nope.")
+    term.type(b"/tools\r")
+    term.read_until(b"Tools: none.")
+    term.type(b"first\r")
+    term.read_until(b"One.")
+    term.type(b"/tools math\r")
+    term.read_until(b"Tool groups: math.")
+    term.type(b"second\r")
+    term.read_until(b"Two.")
+    term.type(b"/exit\r")
+    assert term.wait() == 0
+    first, second = standin.chat_requests()
+    assert "tools" not in first or not first["tools"]
+    assert [t["function"]["name"] for t in second["tools"]] == ["calculator"]
 
 
 # -- on a terminal: a panel, the diff coloured -------------------------------------------

@@ -64,9 +64,11 @@ def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     condense = flags.condense if flags.condense is not None else bool(values["rag.condense"])
     timeout = float(values["rag.stage_timeout"])
     if not timeout > 0:
-        raise UsageError(f"rag.stage_timeout must be above 0 seconds, got {timeout}.")
-    # The gate's strictness: --theta or rag.theta, once chat and the settings have them.
-    theta = getattr(flags, "theta", None)
-    theta = values.get("rag.theta") if theta is None else theta
+        raise UsageError(f"rag.stage_timeout must be above 0 seconds, got {timeout} (from "
+                         f"{app.settings.named('rag.stage_timeout')}).",
+                         hint="Set it in the [rag] table: stage_timeout = 60.")
+    # One θ for both gates (the score gate checks its range first, cli/retrieval.py);
+    # None lets the model gate keep its own default.
+    theta = values.get("rag.theta") if flags.theta is None else flags.theta
     return AnswerOptions(pipeline=pipeline, reranker=flags.reranker, gate=flags.gate,
                          condense=condense, theta=theta, stage_timeout=timeout)

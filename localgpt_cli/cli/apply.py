@@ -77,13 +77,15 @@ def apply_preview(preview: dict[str, Any], cwd: Path | None = None) -> tuple[Pat
                            hint="Nothing was written.") from None
 
 
-def offer_edits(screen: Any, previews: list[dict[str, Any]]) -> None:
-    """At the REPL: `y` applies each proposed edit of the answer, as `localgpt apply` does."""
+def offer_edits(screen: Any, previews: list[dict[str, Any]], kept: bool = True) -> None:
+    """At the REPL: `y` applies each proposed edit of the answer, as `localgpt apply` does;
+    `kept` False (--no-save): this is the only chance, `apply` will not find it later."""
     for preview in previews:
         if preview.get("kind") != "edit":
             continue
         if not screen.confirm(f"Apply edit {preview['id']} to {preview.get('path')}?"):
-            screen.note(f"Not applied; later: localgpt apply {preview['id']}")
+            screen.note(f"Not applied; later: localgpt apply {preview['id']}" if kept
+                        else "Not applied (not kept in the history).")
             continue
         try:
             path, backup = apply_preview(preview)

@@ -31,6 +31,8 @@ def config(app: App) -> None:
 
             value = masked(value)  # the password is never shown
         source = settings.sources[spec.key]
+        if spec.key == "history.backend":
+            value, source = _effective_backend(app, value, source)
         if app.output.json:
             app.output.record(
                 {"type": "setting", "key": spec.key, "value": value, "source": source,
@@ -53,3 +55,18 @@ def config(app: App) -> None:
         rows.append([key, value, "path"])
     if not app.output.json:
         print_table(app.output, ["SETTING", "VALUE", "SOURCE"], rows)
+
+
+def _effective_backend(app: App, value: object, source: str) -> tuple[object, str]:
+    """history.backend as chat will use it: a history.url alone chooses postgres, and
+    showing `sqlite  default` then would send the user looking in the wrong place."""
+    from localgpt_cli.config import history_backend
+    from localgpt_cli.errors import LocalGPTError
+
+    try:
+        backend, _ = history_backend(app.settings)
+    except LocalGPTError:
+        return value, source  # shown as set; any command that opens the history says why
+    if backend == value:
+        return value, source
+    return backend, f"history.url ({app.settings.sources['history.url']})"

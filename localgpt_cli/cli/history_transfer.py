@@ -126,5 +126,5 @@ def import_cmd(app: App, source: Path | None) -> None:
             app.output.record({"type": "import", "conversation_id": conversation.id,
                                "added": added, "status": status})  # fmt: skip
     app.output.info(f"Imported {totals['added']} new and {totals['updated']} grown "
-                    f"conversations ({messages:,} messages); {totals['unchanged']} were "
-                    "already here.")
+                    f"conversations ({messages:,} messages); {totals['unchanged']} "
+                    f"{'was' if totals['unchanged'] == 1 else 'were'} already here.")

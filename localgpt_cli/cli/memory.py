@@ -78,7 +78,5 @@ def list_cmd(app: App, collection: str | None = None) -> None:
 @json_option
 @pass_app
 def rm_cmd(app: App, ids: tuple[str, ...]) -> None:
-    """Remove facts by id (or a unique prefix)."""
-    store = _store(app, write=True)
-    for reference in ids:
-        print_facts(app.output, [store.remove(reference)], status="removed")
+    """Remove facts by id (or a unique prefix); an unknown id removes none of them."""
+    print_facts(app.output, _store(app, write=True).remove(*ids), status="removed")

@@ -20,7 +20,7 @@ def run_repl(turns: ChatTurns) -> None:
     screen = ReplScreen(turns.app.output)
     screen.greet(turns.model, HELP)
     conversation_id = turns.conversation_id
-    last_answer: str | None = None  # the message id /remember marks
+    last_answer = _last_answer(turns)  # the message id /remember marks
     while True:
         try:
             text = screen.ask()
@@ -54,16 +54,25 @@ def run_repl(turns: ChatTurns) -> None:
         if outcome.previews:
             from localgpt_cli.cli.apply import offer_edits
 
-            offer_edits(screen, outcome.previews)
+            offer_edits(screen, outcome.previews, kept=turns.kept)
         last_answer = outcome.message_id or last_answer
+
+
+def _last_answer(turns: ChatTurns) -> str | None:
+    """The answer a REPL started with -c/--cid continues from, so /remember before the
+    first question marks the turn the user was shown last time, not nothing."""
+    if turns.store is None or turns.conversation_id is None:
+        return None
+    answers = [m for m in turns.store.messages(turns.conversation_id, last=20)
+               if m.role == "assistant"]  # fmt: skip
+    return answers[-1].id if answers else None
 
 
 def remember(turns: ChatTurns, message_id: str | None) -> str:
     """Mark the last turn important (its answer's `metadata["important"]`): conversation
-    memory then never lets it fade. Returns what to tell the user."""
+    memory then never lets it fade. Returns what to tell the user. Under --no-save the
+    turns are in this process's memory, so marking works there too (until the REPL ends)."""
     if message_id is None or turns.store is None:
-        if turns.flags.no_save:
-            return "Nothing is stored with --no-save, so there is no turn to remember."
         return "No turn to remember yet: ask something first."
     turns.store.update_metadata(message_id, {"important": True})
     return "Remembered: the last turn stays in this conversation's memory."

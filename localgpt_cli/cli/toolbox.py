@@ -117,13 +117,19 @@ def repl_tools(turns: Any, arg: str) -> str:
     try:
         on, groups = parse_groups(arg, "/tools")
         if toolbox is None and on:
-            toolbox = turns.toolbox = build_toolbox(turns.app, functions=turns.flags.functions)
+            # Built as the chat would have (-T, --approve, the knowledge base's search),
+            # and kept only once the groups are known: a refused /tools changes nothing.
+            flags = turns.flags
+            toolbox = build_toolbox(turns.app, only=flags.only_tools, functions=flags.functions,
+                                    approve=flags.approve, groups=groups, where="/tools",
+                                    search=turns.search)
             known = list(dict.fromkeys(t.group for t in toolbox.tools))
         check_groups(groups, known, "/tools")
     except UsageError as exc:
         return f"{exc} {exc.hint or ''}".strip()
     if toolbox is not None:
         toolbox.groups = groups if on else []
+        turns.toolbox = toolbox
     return "Tools: none." if not on else f"Tool groups: {arg if groups else 'all'}."
 
 

@@ -100,6 +100,13 @@ class ChatTurns:
     retriever: Retriever | None = None
     toolbox: Toolbox | None = None
     answer: AnswerOptions | None = None
+    search: Any = None  # search_documents' search, for tools switched on later by /tools
+
+    @property
+    def kept(self) -> bool:
+        """Whether the turns outlive this process (not --no-save, not an in-memory
+        history): `apply` and `history last-preview` find only what was kept."""
+        return self.store is not self.app.memory_history()
 
     def request(
         self, prompt: str, stdin_text: str | None = None, conversation_id: str | None = None
@@ -121,7 +128,6 @@ class ChatTurns:
             think=flags.think,
             stream=not flags.no_stream,
             conversation_id=conversation_id,
-            save=True,  # --no-save: into this process's memory (`_history`)
             window=self.window,
             max_iterations=flags.max_iterations,
             files=self.files,
@@ -140,11 +146,13 @@ class ChatTurns:
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
                     toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
-        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain)
+        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
+                                 kept=self.kept)
         try:
             for packet in turn:
                 renderer.packet(packet)
-                if packet["type"] == "memory" and self.flags.explain:
+                # like the sources table: --json's packet already carries it
+                if packet["type"] == "memory" and self.flags.explain and not app.output.json:
                     explain_memory(app.output.stderr, packet["payload"])
         except KeyboardInterrupt:
             for packet in turn.abort():
@@ -196,7 +204,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
     turns.answer = answer_options(app, flags)
-    turns.retriever, turns.toolbox = _knowledge(app, flags)
+    turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if text or piped else None
     return turns, question
 
@@ -252,8 +260,9 @@ def _model(app: App, conversation: Conversation | None, store: Store | None) -> 
     return app.catalog.resolve(model, app.output.warn)  # qwen3 -> the one qwen3:* installed
 
 
-def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | None]:
-    """The retriever and the tools of this chat (either may be None)."""
+def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | None, Any]:
+    """The retriever, the tools and search_documents' search of this chat (each may be
+    None)."""
     from localgpt_cli.cli.retrieval import knowledge_base
     from localgpt_cli.cli.toolbox import chat_groups
 
@@ -267,15 +276,19 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
 
         retriever = chat_retriever(app, k=flags.k, threshold=flags.threshold,
                                    collection=app.settings.collection, theta=flags.theta)
+    search = None
+    if has_kb:
+        from localgpt_cli.cli.retrieval import tool_search
+
+        search = tool_search(app)
     toolbox = None
     if tools_on:
-        from localgpt_cli.cli.retrieval import tool_search
         from localgpt_cli.cli.toolbox import build_toolbox
 
         toolbox = build_toolbox(app, only=flags.only_tools, functions=flags.functions,
                                 approve=flags.approve, groups=groups, where=where,
-                                search=tool_search(app) if has_kb else None)
-    return retriever, toolbox
+                                search=search)
+    return retriever, toolbox, search
 
 
 def stdin_text(app: App) -> str | None:

@@ -24,6 +24,7 @@ from localgpt_cli.history import search as _search
 from localgpt_cli.history import textsearch
 from localgpt_cli.history.rows import iso, title_from
 from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.transfer import missing_messages
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
 from localgpt_cli.ids import new_id
 
@@ -128,12 +129,7 @@ class MemoryStore:
         with self._lock:
             conv = self._conversations.get(conversation.id)
             have = {m.seq: m.id for m in conv.messages} if conv else {}
-            new = sorted((m for m in messages if have.get(m.seq) != m.id), key=lambda m: m.seq)
-            for m in new:
-                if m.seq in have or m.conversation_id != conversation.id:
-                    raise InvalidInput(
-                        f"cannot import conversation {conversation.id}: its message {m.seq} "
-                        "differs from the stored one; nothing of it was imported.")
+            new = missing_messages(conversation, messages, have)
             if conv is None:
                 head = replace(conversation, messages=0, metadata=_copy(conversation.metadata))
                 conv = self._conversations[head.id] = _Conversation(head)

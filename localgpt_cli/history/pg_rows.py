@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from localgpt_cli.errors import InvalidInput
 from localgpt_cli.history import textsearch
 from localgpt_cli.history.rows import dump
+from localgpt_cli.history.transfer import missing_messages
 from localgpt_cli.history.types import Conversation, Message
 
 CONVERSATION_COLUMNS = "id, title, model, message_count, created_at, updated_at"
@@ -75,14 +75,8 @@ def import_into(conn: Any, conversation: Conversation, messages: Sequence[Messag
     have = dict(conn.execute(
         "SELECT seq, id FROM localgpt_messages WHERE conversation_id = %s", (c.id,)
     ).fetchall())  # fmt: skip
-    new = [m for m in messages if have.get(m.seq) != m.id]
+    new = missing_messages(c, messages, have)
     for m in new:
-        if m.seq in have or m.conversation_id != c.id:
-            raise InvalidInput(
-                f"cannot import conversation {c.id}: its message {m.seq} differs from the "
-                f"stored one ({have.get(m.seq)} here, {m.id} in the export); nothing of it "
-                "was imported."
-            )
         insert_message(conn, m)
     if new:
         conn.execute(

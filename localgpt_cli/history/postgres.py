@@ -67,10 +67,6 @@ def masked(url: str) -> str:
     return urlunsplit(parts)
 
 
-def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(("postgresql://", "postgres://"))
-
-
 def _translate(exc: Exception, where: str) -> LocalGPTError | None:
     """What psycopg raised for a user's situation, as our error; None for a bug."""
     import psycopg

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from localgpt_cli.errors import InvalidInput
 from localgpt_cli.history.rows import MESSAGE_COLUMNS, dump
+from localgpt_cli.history.transfer import missing_messages
 from localgpt_cli.history.types import Conversation, Message
 
 
@@ -29,14 +29,8 @@ def import_into(
     have = dict(conn.execute(
         "SELECT seq, id FROM messages WHERE conversation_id = ?", (c.id,)
     ).fetchall())  # fmt: skip
-    new = [m for m in messages if have.get(m.seq) != m.id]
+    new = missing_messages(c, messages, have)
     for m in new:
-        if m.seq in have or m.conversation_id != c.id:
-            raise InvalidInput(
-                f"cannot import conversation {c.id}: its message {m.seq} differs from the "
-                f"stored one ({have.get(m.seq)} here, {m.id} in the export); nothing of it "
-                "was imported."
-            )
         calls = None if m.tool_calls is None else dump(m.tool_calls)
         conn.execute(
             f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",

@@ -10,6 +10,7 @@ with nothing imported.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput
@@ -17,6 +18,25 @@ from localgpt_cli.history.schema import ROLES
 from localgpt_cli.history.types import Conversation, Message
 
 Exported = tuple[Conversation, list[Message]]
+
+
+def missing_messages(
+    conversation: Conversation, messages: Sequence[Message], have: dict[int, str]
+) -> list[Message]:
+    """The exported messages a backend lacks (`have`: its seq -> id for the conversation),
+    in seq order. One rule for every backend, so an export moves between them the same
+    way: a message already there under its id is skipped (importing twice adds nothing);
+    a seq taken by another message, or a message of another conversation, is a conflict
+    and the whole conversation is refused."""
+    new = sorted((m for m in messages if have.get(m.seq) != m.id), key=lambda m: m.seq)
+    for m in new:
+        if m.seq in have or m.conversation_id != conversation.id:
+            raise InvalidInput(
+                f"cannot import conversation {conversation.id}: its message {m.seq} differs "
+                f"from the stored one ({have.get(m.seq)} here, {m.id} in the export); "
+                "nothing of it was imported."
+            )
+    return new
 
 
 def read_exports(text: str, where: str = "stdin") -> list[Exported]:
@@ -47,8 +67,9 @@ def _document(value: Any, where: str, line: int) -> dict[str, Any]:
     """The export document a JSON value is or carries (an `export` record's content)."""
     if isinstance(value, dict) and value.get("type") == "export":
         if value.get("format") != "json" or not isinstance(value.get("content"), str):
+            kind = f"a {value['format']} export" if value.get("format") else "an export record"
             raise InvalidInput(
-                f"{where} line {line} is a {value.get('format')} export without its content; "
+                f"{where} line {line} is {kind} without its content; "
                 "only JSON exports to stdout can be imported; nothing imported.",
                 hint="Use `localgpt history export --json` (no -o, no --format markdown).")
         try:

@@ -190,8 +190,11 @@ def recall(
     chosen: list[_Scored] = []
     for s in sorted(eligible, key=lambda s: -s.score):
         n = len(s.episode.messages)
+        if count + n > cap:  # --window: the messages sent are capped, whatever they cost
+            dropped.append(s.entry(reason="window"))
+            continue
         # At least a token a word: a turn that cannot fit is not estimated exactly.
-        if used + len(s.episode.text.split()) > budget or count + n > cap:
+        if used + len(s.episode.text.split()) > budget:
             dropped.append(s.entry(reason="budget"))
             continue
         cost = s.episode.cost()
@@ -238,13 +241,14 @@ def _recent(
     turn that does not fit ends G (the thread is never holed)."""
     kept: list[Episode] = []
     used = count = 0
-    full = False
+    full: str | None = None  # why G ended: "budget" or "window" (the --window cap)
     for episode in reversed(recent):
         n, cost = len(episode.messages), episode.cost()
-        full = full or used + cost > budget or count + n > cap
+        if full is None and (used + cost > budget or count + n > cap):
+            full = "window" if count + n > cap else "budget"
         if full:
             report["dropped"].append({"turn": episode.number, "message_id": episode.message_ids[0],
-                                      "recent": True, "reason": "budget", "tokens": cost})
+                                      "recent": True, "reason": full, "tokens": cost})
             continue
         kept.append(episode)
         used, count = used + cost, count + n

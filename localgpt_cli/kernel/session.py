@@ -18,7 +18,7 @@ from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
 from localgpt_cli.kernel import strategy
 from localgpt_cli.kernel.answer.ground import ground, previous_turns
 from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
-from localgpt_cli.kernel.answer.prompt import fit_passages, pinned_blocks
+from localgpt_cli.kernel.answer.prompt import fit_passages, grounded, pinned_blocks
 from localgpt_cli.kernel.context import (
     DEFAULT_WINDOW,
     MESSAGE_OVERHEAD,
@@ -73,7 +73,6 @@ class TurnRequest:
     think: bool | None = None  # None: think when the model can
     stream: bool = True
     conversation_id: str | None = None  # continue this conversation (a full id)
-    save: bool = True
     window: int = DEFAULT_WINDOW
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
@@ -242,7 +241,7 @@ class Turn:
         if self.store is not None and self.conversation_id is not None:
             stored = self.store.messages(self.conversation_id)
         current = {"role": "user", "content": self.user_content}
-        if self.store is not None and request.save:
+        if self.store is not None:  # --no-save: the store is this process's memory
             if self.conversation_id is None:
                 self.conversation_id = self.store.create_conversation(request.model).id
             self.store.add_message(self.conversation_id, "user", current["content"])
@@ -387,5 +386,5 @@ class Turn:
             used_tools=state.used_tools if state else [],
             cut=self.cuts,
             selection=self.selection.report() if self.selection else None,
-            grounded=None if self.grounding is None else bool(self.grounding.kept),
+            grounded=grounded(self.grounding),
         )

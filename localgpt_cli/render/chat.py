@@ -49,9 +49,10 @@ class PlainChatRenderer:
     """Answer text to stdout as it streams; thinking, tools and sources to stderr."""
 
     def __init__(self, output: Output, hide_thinking: bool = False,
-                 explain: bool = False) -> None:  # fmt: skip
+                 explain: bool = False, kept: bool = True) -> None:  # fmt: skip
         self.out = output.stdout
         self.explain = explain
+        self.kept = kept  # whether the history keeps this turn's previews (not --no-save)
         self.err = output.stderr
         self.hide_thinking = hide_thinking
         self.last = ""
@@ -112,7 +113,7 @@ class PlainChatRenderer:
         from localgpt_cli.render.preview import plain_block
 
         for preview in self.previews:
-            self.out.write(("\n" if self.last else "") + plain_block(preview))
+            self.out.write(("\n" if self.last else "") + plain_block(preview, self.kept))
             self.last = "\n"
         self.previews = []
 
@@ -125,9 +126,10 @@ class PrettyChatRenderer:
     """Rich: thinking dimmed as it streams, the answer as live Markdown, sources last."""
 
     def __init__(self, output: Output, hide_thinking: bool = False,
-                 explain: bool = False) -> None:  # fmt: skip
+                 explain: bool = False, kept: bool = True) -> None:  # fmt: skip
         self.console = output.console()
         self.explain = explain
+        self.kept = kept  # whether the history keeps this turn's previews (not --no-save)
         self.err_console = output.err_console()
         self.hide_thinking = hide_thinking
         self.answer: list[str] = []
@@ -205,7 +207,7 @@ class PrettyChatRenderer:
         from localgpt_cli.render.preview import panel
 
         for preview in self.previews:
-            self.console.print(panel(preview))
+            self.console.print(panel(preview, self.kept))
         self.previews = []
 
     def _stop_live(self) -> None:
@@ -218,11 +220,14 @@ class PrettyChatRenderer:
         self._stop_live()
 
 
-def chat_renderer(output: Output, hide_thinking: bool = False, explain: bool = False) -> Any:
+def chat_renderer(
+    output: Output, hide_thinking: bool = False, explain: bool = False, kept: bool = True
+) -> Any:
     """The renderer for the output mode; `explain` adds the sources table on stderr (the
-    NDJSON packet already carries it)."""
+    NDJSON packet already carries it); `kept` False (--no-save, or an in-memory history)
+    makes a preview's footer say that `apply` and `last-preview` will not find it."""
     if output.json:
         return JSONChatRenderer(output)
     if output.pretty:
-        return PrettyChatRenderer(output, hide_thinking, explain)
-    return PlainChatRenderer(output, hide_thinking, explain)
+        return PrettyChatRenderer(output, hide_thinking, explain, kept)
+    return PlainChatRenderer(output, hide_thinking, explain, kept)

@@ -33,12 +33,19 @@ def explain_lines(payload: dict[str, Any]) -> list[str]:
     lines.append("          " + "; ".join(labels) + ("; re-run once" if payload.get("rerun")
                                                      else ""))  # fmt: skip
     lines.append("status\tid\tpassage\tscores\twhy")
+
+    def passage(p: dict[str, Any]) -> str:
+        # "(chunk N)" as the Sources footer writes it: PATH:N would read as a line number
+        return f"{quote_path(p['path'])} (chunk {p['chunk']})"
+
     for p in payload.get("kept", []):
-        lines.append(f"kept\t{p['id']}\t{quote_path(p['path'])}:{p['chunk']}\t"
-                     f"{_scores(p.get('scores') or {})}\t")  # fmt: skip
+        lines.append(f"kept\t{p['id']}\t{passage(p)}\t{_scores(p.get('scores') or {})}\t")
     for p in payload.get("dropped", []):
-        lines.append(f"dropped\t{p.get('id', '')}\t{quote_path(p['path'])}:{p['chunk']}\t"
-                     f"{_scores(p.get('scores') or {})}\t{p.get('stage')}: {p.get('reason')}")
+        why = f"{p.get('stage')}: {p.get('reason')}"
+        if p.get("verdict"):  # the model gate's, which the score gate's drops lack
+            why += f" ({p['verdict']})"
+        lines.append(f"dropped\t{p.get('id', '')}\t{passage(p)}\t"
+                     f"{_scores(p.get('scores') or {})}\t{why}")
     stages = [f"{s['stage']} {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
               for s in payload.get("stages", [])]  # fmt: skip
     if stages:

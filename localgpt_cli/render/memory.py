@@ -48,9 +48,9 @@ def _reason(entry: dict[str, Any]) -> str:
         return f"contradicts {entry['file']}"
     if reason == "conflict":
         return f"contradicted by turn {entry['newer_turn']} ({entry['key']})"
-    if entry.get("recent"):
-        return "recent, but over the token budget"
-    return {"budget": "over the token budget", "faded": "faded"}.get(reason, reason)
+    text = {"budget": "over the token budget", "window": "beyond the --window message cap",
+            "faded": "faded"}.get(reason, reason)  # fmt: skip
+    return f"recent, but {text}" if entry.get("recent") else text
 
 
 def explain_memory(stream: IO[str], report: dict[str, Any]) -> None:

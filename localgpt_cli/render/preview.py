@@ -15,6 +15,13 @@ NEXT = {
     "edit": "not applied; apply it with: localgpt apply {id}",
     "file": "not written",
 }
+# Not in the history (--no-save, history.backend = "memory"): `history last-preview` would
+# hand back an older, different command, so the footer must not point at it.
+NEXT_UNKEPT = {
+    "command": "not run; yours to copy (not kept in the history)",
+    "edit": "not applied; not kept in the history, so `localgpt apply` cannot find it",
+    "file": "not written",
+}
 
 
 def body(preview: dict[str, Any]) -> str:
@@ -33,22 +40,24 @@ def title(preview: dict[str, Any]) -> str:
     return f"preview {preview.get('id', '?')}: {preview.get('kind')}{where}"
 
 
-def footer(preview: dict[str, Any]) -> str:
-    return NEXT.get(str(preview.get("kind")), "").format(id=preview.get("id", "?"))
+def footer(preview: dict[str, Any], kept: bool = True) -> str:
+    """What to do next; `kept` False when the history does not keep the preview."""
+    texts = NEXT if kept else NEXT_UNKEPT
+    return texts.get(str(preview.get("kind")), "").format(id=preview.get("id", "?"))
 
 
-def plain_block(preview: dict[str, Any]) -> str:
+def plain_block(preview: dict[str, Any], kept: bool = True) -> str:
     """The framed block of plain mode (and `history show`): header, explanation, body,
     what to do with it."""
     lines = [f"===== {title(preview)} ====="]
     if preview.get("explanation"):
         lines.append(f"# {preview['explanation']}")
     lines.append(body(preview))
-    lines.append(f"===== {footer(preview)} =====")
+    lines.append(f"===== {footer(preview, kept)} =====")
     return "\n".join(lines) + "\n"
 
 
-def panel(preview: dict[str, Any]) -> Any:
+def panel(preview: dict[str, Any], kept: bool = True) -> Any:
     """A rich panel: a diff coloured as a diff, a command highlighted as shell."""
     from rich.console import Group
     from rich.panel import Panel
@@ -63,4 +72,4 @@ def panel(preview: dict[str, Any]) -> Any:
                         background_color="default"))
     # Text, not markup: a path or command may hold [brackets]
     return Panel(Group(*parts), title=Text(title(preview)), title_align="left",
-                 subtitle=Text(footer(preview)), subtitle_align="left", border_style="cyan")
+                 subtitle=Text(footer(preview, kept)), subtitle_align="left", border_style="cyan")

@@ -14,14 +14,17 @@ from localgpt_cli.llm.provider import ModelInfo, Provider
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
 
-PREVIOUS_TURNS = 6  # stored messages read for the shaper's earlier user turns
+# Stored messages read for the shaper's earlier user turns: a turn of tool calls stores
+# an assistant message and a result per call for each round (up to 10 rounds), so a
+# handful of messages may not reach back to the question before; 100 is cheap to read.
+PREVIOUS_MESSAGES = 100
 
 
 def previous_turns(store: Store | None, conversation_id: str | None) -> list[str]:
     """The conversation's earlier user messages, oldest first (none for a new one)."""
     if store is None or conversation_id is None:
         return []
-    return [m.content for m in store.messages(conversation_id, last=PREVIOUS_TURNS)
+    return [m.content for m in store.messages(conversation_id, last=PREVIOUS_MESSAGES)
             if m.role == "user" and m.content]  # fmt: skip
 
 

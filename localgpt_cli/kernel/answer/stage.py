@@ -58,9 +58,6 @@ class PipelineState:
     def ids(self) -> list[str]:
         return [p["id"] for p in self.kept]
 
-    def by_id(self) -> dict[str, dict[str, Any]]:
-        return {p["id"]: p for p in self.kept}
-
 
 class Stage(Protocol):
     """One step of the pipeline. `run` may raise StageFallback; `fallback` then applies
