@@ -173,15 +173,20 @@ def fused(cands: list[Any]) -> list[Any]:
 
 
 def test_a_passage_counts_with_its_documents_best_scores():
-    from localgpt_cli.rag.rerank import rerank
+    from localgpt_cli.rag.rerank import PASSAGE_WEIGHT, rerank
 
     strong = candidate("a", 0, sim=0.9, v_rank=1)
     sibling = candidate("a", 1, bm25=9.0, k_rank=1)
+    weaker = candidate("a", 2, sim=0.6, v_rank=3)
     other = candidate("b", 0, sim=0.5, v_rank=2, bm25=4.0, k_rank=2)
-    ranked = rerank(fused([strong, sibling, other]), "q", ("combine", "documents"))
+    ranked = rerank(fused([strong, sibling, weaker, other]), "q", ("combine", "documents"))
     # a's passages score as a document with the best similarity and the best BM25
     assert [c.row.chunk_id for c in ranked][:2] in (["a:0", "a:1"], ["a:1", "a:0"])
-    assert strong.rerank == sibling.rerank == 1.0 and (other.rerank or 0) < 1.0
+    # ... plus a little of their own, so that a weaker passage of it shows a lower score
+    for c in (strong, sibling, weaker):
+        assert 1.0 <= (c.rerank or 0) <= 1.0 + PASSAGE_WEIGHT
+    assert (weaker.rerank or 0) < (strong.rerank or 0)
+    assert [c.row.chunk_id for c in ranked][2:] == ["a:2", "b:0"]
     alone = rerank(fused([candidate("a", 0, sim=0.9, v_rank=1),
                           candidate("a", 1, bm25=9.0, k_rank=1),
                           candidate("b", 0, sim=0.5, v_rank=2, bm25=4.0, k_rank=2)]),
