@@ -42,9 +42,7 @@ sqlite_only = pytest.mark.sqlite_only
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The history the test's commands use (the environment says which)."""
     monkeypatch.delenv("LOCALGPT_HISTORY_URL", raising=False)
-    if request.param == "postgres":
-        if request.node.get_closest_marker("sqlite_only"):
-            pytest.skip("a test of the SQLite file itself")
+    if request.param == "postgres":  # sqlite_only tests are deselected (tests/conftest.py)
         monkeypatch.setenv("LOCALGPT_HISTORY_URL", request.getfixturevalue("pg_url"))
     return str(request.param)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelError, ModelNotFound
-from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, wire_messages
+from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, whole_reply, wire_messages
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 
 if TYPE_CHECKING:
@@ -108,14 +108,8 @@ class LlamaCppProvider:
         options: dict[str, Any] | None = None,
         format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Chunk:
-        state = Assembly()
         reply = self._complete(model, messages, tools, options, False, format)
-        first = state.feed(reply, self.host)
-        last = state.last()
-        if first is not None:
-            last.message.content = first.message.content
-            last.message.thinking = first.message.thinking
-        return last
+        return whole_reply(reply, self.host)
 
     def list_models(self) -> list[ModelSummary]:
         size = self.path.stat().st_size if self.path.is_file() else 0

@@ -154,6 +154,17 @@ class Assembly:
         )  # fmt: skip
 
 
+def whole_reply(reply: dict[str, Any], host: str) -> Chunk:
+    """A non-streamed completion as one `done` chunk, assembled as a stream is."""
+    state = Assembly()
+    first = state.feed(reply, host)
+    last = state.last()
+    if first is not None:
+        last.message.content, last.message.thinking = first.message.content, \
+            first.message.thinking  # fmt: skip
+    return last
+
+
 class OpenAIProvider:
     """A client of one OpenAI-compatible server, as one `[providers.NAME]` profile says."""
 
@@ -331,13 +342,7 @@ class OpenAIProvider:
             body["response_format"] = {"type": "json_object"}
         with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
             reply = r.json()
-        state = Assembly()
-        first = state.feed(reply, self.host)
-        last = state.last()
-        if first is not None:
-            last.message.content, last.message.thinking = first.message.content, \
-                first.message.thinking  # fmt: skip
-        return last
+        return whole_reply(reply, self.host)
 
     # -- models ----------------------------------------------------------------
 
