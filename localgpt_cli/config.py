@@ -50,6 +50,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("rag.condense", None, True, bool, "condense the kept passages into S_ctx"),
     Spec("rag.stage_timeout", None, 60.0, float, "seconds a pipeline stage waits for the model"),
     Spec("rag.theta", None, None, float, "gate strictness 0-1 ([rag] theta; default 0.15)"),
+    Spec("rag.rerank_model", None, None, str, "a provider's reranker: PROFILE:MODEL"),
     Spec("memory.recent_turns", None, 4, int, "last turns always sent whole (G)"),
     Spec("memory.half_life_turns", None, 30.0, float, "older turns fade by half every N turns"),
     Spec("memory.half_life_days", None, None, float, "and every N days (default: no time fading)"),
@@ -320,8 +321,7 @@ class Settings:
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:
     """Resolve every setting: flags > environment > config file > defaults."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    path = config_file()
-    from_file = load_file(path, SPEC_BY_KEY)
+    from_file = load_file(path := config_file(), SPEC_BY_KEY)
     settings = Settings()
     for spec in SPECS:
         if spec.key in flags:

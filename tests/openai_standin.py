@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import threading
@@ -79,6 +80,11 @@ class OpenAIStandIn:
         self.models = list(models)
         self.key = key  # when set, requests without `Authorization: Bearer key` get 401
         self.answers: list[Answer] = []
+        # POST /v1/rerank: each document's share of the query's words (4+ letters), as a
+        # probability (Jina, Cohere) or, with `rerank_logits`, a logit (llama.cpp);
+        # `rerank_reply` replaces the whole reply (malformed replies for the tests).
+        self.rerank_logits = False
+        self.rerank_reply: Any = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -163,6 +169,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/v1/embeddings":
             return self._embeddings(body)
+        if self.path == "/v1/rerank":
+            return self._rerank(body)
         if self.path != "/v1/chat/completions":
             return self._error(404, f"no route {self.path}", "not_found")
         if body.get("model") not in self.standin.models:
@@ -187,6 +195,25 @@ class _Handler(BaseHTTPRequestHandler):
                 for i, t in enumerate(inputs)]  # fmt: skip
         self._json(200, {"object": "list", "data": data, "model": body.get("model"),
                          "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
+
+    def _rerank(self, body: dict[str, Any]) -> None:
+        if body.get("model") not in self.standin.models:
+            msg = f"The model `{body.get('model')}` does not exist."
+            return self._error(404, msg, "invalid_request_error")
+        if self.standin.rerank_reply is not None:
+            return self._json(200, self.standin.rerank_reply)
+        words = set(re.findall(r"[a-z]{4,}", str(body.get("query")).lower()))
+        results = []
+        for i, doc in enumerate(body.get("documents") or []):
+            share = len(words & set(re.findall(r"[a-z]{4,}", str(doc).lower())))
+            score = share / len(words) if words else 0.0
+            results.append({"index": i, "relevance_score":
+                            score * 12 - 6 if self.standin.rerank_logits else score})
+        results.sort(key=lambda r: -r["relevance_score"])  # servers answer best first
+        top = int(body.get("top_n") or len(results))
+        self._json(200, {"model": body.get("model"), "object": "list",
+                         "results": results[:top],
+                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})  # fmt: skip
 
     def _base(self, body: dict[str, Any], obj: str) -> dict[str, Any]:
         return {"id": "chatcmpl-standin", "object": obj, "created": int(time.time()),

@@ -41,9 +41,11 @@ _OPTIONS = (
 
 def answer_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     """chat's pipeline options, as one decorator."""
+    from localgpt_cli.cli.retrieval import rerank_model_option
+
     for option in reversed(_OPTIONS):
         command = option(command)
-    return command
+    return rerank_model_option(command)
 
 
 def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
+from localgpt_cli.cli.retrieval import rerank_model_option
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.types import Judge
 
 EPILOG = """\b
 Examples:
@@ -27,7 +32,8 @@ its file name without extension (vpn).
 \b
 Passages are mapped to their documents (a document ranks where its best passage ranks).
 Each mode runs as search does, with the local reranker (--rerank none: without it, to
-see what it gains); the gate is not applied (it cuts the list, not the order).
+see what it gains) and, with --rerank-model, a provider's reranker after it; the gate
+is not applied (it cuts the list, not the order).
 Printed per mode: nDCG@k, recall@k, recall@100, MRR@k, and how many queries have no
 relevant document in the top k. Queries without a relevant judgement are not scored.
 """
@@ -64,6 +70,7 @@ def _modes(value: str) -> list[str]:
 @click.option("--rerank", type=click.Choice(["local", "none"]), default="local",
               show_default=True,
               help="Re-score candidates with the local reranker, or not (for comparison).")
+@rerank_model_option
 @click.option(
     "--threshold",
     type=THRESHOLD,
@@ -115,15 +122,37 @@ def eval_command(
     limit = resolve_threshold(target, threshold)
     items = [(q.text, v) for q, v in zip(scored, vectors, strict=True)]
     depth = max(k, MIN_DEPTH)
+    judge, failures = _strict(target.judge)
     rows = []
     for mode in wanted:
         start = time.perf_counter()
         rankings = document_rankings(coll, items, mode=mode, depth=depth, threshold=limit,
-                                     rerank=rerank)  # fmt: skip
+                                     rerank=rerank, judge=judge)  # fmt: skip
+        if failures:  # figures labelled with the reranker must come from it
+            raise failures[0]
         seconds = time.perf_counter() - start
         by_query = {q.id: r for q, r in zip(scored, rankings, strict=True)}
         rows.append((mode, score_run(by_query, judgements, k), seconds))
-    _show(app, coll.name, rows, rerank)
+    named = app.settings.values.get("rag.rerank_model")
+    _show(app, coll.name, rows, f"{rerank} + {named}" if judge else rerank)
+
+
+def _strict(judge: Judge | None) -> tuple[Judge | None, list[Exception]]:
+    """`judge`, recording its failures: search falls back to the local order when the
+    reranker fails, which eval must not do silently."""
+    failures: list[Exception] = []
+    if judge is None:
+        return None, failures
+    inner = judge
+
+    def strict(query: str, documents: Sequence[str]) -> list[float]:
+        try:
+            return inner(query, documents)
+        except Exception as exc:
+            failures.append(exc)
+            raise
+
+    return strict, failures
 
 
 def _read_labels(queries_file: str, qrels_file: str) -> tuple[list[Any], Any, str, str]:

@@ -8,7 +8,9 @@ The query logic itself is rag/query.py; this module only opens what the settings
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
 
 from localgpt_cli.cli.app import App, Finite
 
@@ -16,10 +18,28 @@ if TYPE_CHECKING:
     from localgpt_cli.kernel.grounding import Retrieved
     from localgpt_cli.rag.query import QueryTarget, Warn
     from localgpt_cli.rag.retrieve import SearchResult
-    from localgpt_cli.rag.types import Hit
+    from localgpt_cli.rag.types import Hit, Judge
 
 # --theta: the gate's strictness (rag/gate.py); outside 0-1 (or nan) is a usage error.
 THETA = Finite(0.0, 1.0)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _set_rerank_model(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(App).set_flag("rag.rerank_model", value)
+
+
+def rerank_model_option(f: F) -> F:
+    """`--rerank-model PROFILE:MODEL` on search, eval and chat: a flag over
+    `rag.rerank_model`, read where the collection is opened (`open_target`)."""
+    return click.option(
+        "--rerank-model", metavar="PROFILE:MODEL", callback=_set_rerank_model,
+        expose_value=False,
+        help="Re-score the first 20 candidates with a reranker a provider serves (a "
+             "cross-encoder behind /rerank); the gate then keeps a passage when its "
+             "relevance reaches θ [default: rag.rerank_model, none].",
+    )(f)  # fmt: skip
 
 
 def open_target(app: App, collection: str | None = None) -> QueryTarget:
@@ -33,7 +53,41 @@ def open_target(app: App, collection: str | None = None) -> QueryTarget:
     if model_explicit(app):
         coll.check_model(model)
     model = coll.model or model
-    return QueryTarget(coll, model, app.embedder(model=model))
+    return QueryTarget(coll, model, app.embedder(model=model), rerank_judge(app))
+
+
+def rerank_judge(app: App) -> Judge | None:
+    """The reranker `--rerank-model` / `rag.rerank_model` names (PROFILE:MODEL), bound to
+    its profile's server, or None. A name that cannot work (no profile, an Ollama one:
+    Ollama serves no reranker) is one line before any search: exit 2 from the flag, 6 from
+    the environment or config file."""
+    from localgpt_cli.config import unknown_provider
+    from localgpt_cli.errors import InvalidInput, UsageError
+
+    settings = app.settings
+    value = settings.values.get("rag.rerank_model")
+    if not value:
+        return None
+    flag = settings.sources.get("rag.rerank_model") == "flag"
+    where = "--rerank-model" if flag else settings.named("rag.rerank_model")
+    error = UsageError if flag else InvalidInput
+    name, _, model = str(value).partition(":")
+    if not model:
+        raise error(f"{where} is {value!r}: a reranker is named PROFILE:MODEL.",
+                    hint="For example: --rerank-model work:bge-reranker-v2-m3.")  # fmt: skip
+    profile = settings.profiles.get(name)
+    if profile is None and name != "ollama":
+        unknown_provider(settings, name, where)
+    kind = profile.kind if profile else "ollama"
+    if kind != "openai":
+        raise error(f"{where} names profile {name!r} of kind {kind!r}, which serves no "
+                    "reranker (Ollama has no rerank endpoint).",
+                    hint="Name a profile of kind \"openai\" whose server has /rerank "
+                         "(llama-server --reranking, vLLM, TEI, Jina).")  # fmt: skip
+    from localgpt_cli.llm.rerank import relevance
+
+    provider = app.provider(name)
+    return lambda query, documents: relevance(provider, model, query, documents)
 
 
 def query_collection(

@@ -8,7 +8,7 @@ import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
-from localgpt_cli.cli.retrieval import THETA
+from localgpt_cli.cli.retrieval import THETA, rerank_model_option
 from localgpt_cli.rag.filetypes import DOCUMENT_TYPES
 from localgpt_cli.render.search import print_hits, print_query_hits
 
@@ -19,6 +19,7 @@ Examples:
   localgpt search --mode keyword "ECONNREFUSED"
   localgpt search --type pdf --path '*/papers/*' "boundary layer"
   localgpt search -C code --doc 3f2a9c "retry backoff"
+  localgpt search --rerank-model rr:bge-reranker-v2-m3 --theta 0.3 "vpn keys"
   localgpt search --queries questions.txt -k 10 --json    # one process, many queries
   printf 'vpn\nbackup\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
 
@@ -36,7 +37,11 @@ Every search runs the fast path: the local reranker re-scores the first 40 candi
 words in the title), then the gate drops passages that do not address the question:
 --theta 0 keeps all the reranker kept, 1 only near-certain support (default: rag.theta
 in the config, else 0.15). A question nothing in the collection answers gets no hits.
---json records carry each stage's score: scores.vector, bm25, fused, rerank, gate.
+--rerank-model PROFILE:MODEL adds a cross-encoder a provider serves (behind /rerank):
+it re-scores the first 20 candidates, and the gate keeps a passage when that relevance
+reaches --theta.
+--json records carry each stage's score: scores.vector, bm25, fused, rerank,
+provider_rerank, gate.
 
 \b
 --queries FILE reads one query per line: plain text (its id is the line number) or
@@ -67,6 +72,7 @@ does not parse stops the run (exit 6) before anything is searched.
               help="Only this document type.")  # fmt: skip
 @click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches.")
 @click.option("--doc", "document_id", metavar="ID", help="Only this document.")
+@rerank_model_option
 @collection_options
 @embed_model_option
 @json_option

@@ -246,7 +246,7 @@ class OpenAIProvider:
         return ModelError(f"Unexpected error talking to {self.host}: {exc!r}")
 
     @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
+    def errors(self) -> Iterator[None]:
         try:
             yield
         except LocalGPTError:
@@ -255,7 +255,7 @@ class OpenAIProvider:
             raise self._translate(exc) from exc
 
     @contextlib.contextmanager
-    def _request(self, method: str, path: str, body: Any, model: str | None = None,
+    def request(self, method: str, path: str, body: Any, model: str | None = None,
                  stream: bool = False) -> Iterator[httpx.Response]:  # fmt: skip
         """One request, 429 retried (honouring Retry-After); non-2xx -> our error."""
         for attempt in range(RETRIES_429 + 1):
@@ -305,7 +305,7 @@ class OpenAIProvider:
         body = self._body(model, messages, tools, options, True)
         state = Assembly()
         finished = False
-        with self._errors(), self._request("POST", "/chat/completions", body, model,
+        with self.errors(), self.request("POST", "/chat/completions", body, model,
                                            stream=True) as response:  # fmt: skip
             for line in response.iter_lines():
                 if not line.startswith("data:"):
@@ -340,14 +340,14 @@ class OpenAIProvider:
                                        "json_schema": {"name": "answer", "schema": format}}
         elif format == "json":
             body["response_format"] = {"type": "json_object"}
-        with self._errors(), self._request("POST", "/chat/completions", body, model) as r:
+        with self.errors(), self.request("POST", "/chat/completions", body, model) as r:
             reply = r.json()
         return whole_reply(reply, self.host)
 
     # -- models ----------------------------------------------------------------
 
     def list_models(self) -> list[ModelSummary]:
-        with self._errors(), self._request("GET", "/models", None) as response:
+        with self.errors(), self.request("GET", "/models", None) as response:
             data = response.json().get("data") or []
         return [ModelSummary(name=str(m.get("id", "")), size=0, family=None, parameters=None,
                              quantization=None, modified_at=None) for m in data]  # fmt: skip
@@ -376,7 +376,7 @@ class OpenAIProvider:
             batch = list(inputs[i : i + batch_size])
             stats.requests += 1
             body = {"model": model, "input": batch}
-            with self._errors(), self._request("POST", "/embeddings", body, model) as r:
+            with self.errors(), self.request("POST", "/embeddings", body, model) as r:
                 data = sorted(r.json().get("data") or [], key=lambda d: d.get("index", 0))
             if len(data) != len(batch):
                 raise ModelError(f"{self.host} returned {len(data)} embeddings for "

@@ -44,13 +44,22 @@ class Candidate:
     bm25: float | None = None
     fused: float = 0.0
     rerank: float | None = None  # set by the reranker (rerank.py)
+    judged: float | None = None  # set by a provider's reranker (judge.py), 0..1
     gate: float | None = None  # set by the gate (gate.py)
 
     def scores(self) -> dict[str, float]:
         """The score of each stage this candidate went through (absent sides left out)."""
         named = {"vector": self.similarity, "bm25": self.bm25, "fused": self.fused,
-                 "rerank": self.rerank, "gate": self.gate}  # fmt: skip
+                 "rerank": self.rerank, "provider_rerank": self.judged,
+                 "gate": self.gate}  # fmt: skip
         return {name: round(v, 6) for name, v in named.items() if v is not None}
+
+    @property
+    def strength(self) -> float:
+        """The score of the last stage that ordered this candidate."""
+        if self.judged is not None:
+            return self.judged
+        return self.fused if self.rerank is None else self.rerank
 
     def dropped(self, reason: str, stage: str, score: float | None = None) -> Dropped:
         chunk = self.row.chunk
@@ -132,7 +141,7 @@ def hit(cand: Candidate, rank: int, mode: str) -> Hit:
         )
     return Hit(
         rank=rank,
-        score=cand.fused if cand.rerank is None else cand.rerank,
+        score=cand.strength,
         document_id=chunk.document_id,
         path=chunk.path,
         chunk=chunk.ordinal,

@@ -38,8 +38,9 @@ feature is the similarity to the top 5's centroid (AUC 0.63). On click's docs th
 features reach AUC 0.77-0.79 (19-38% dropped at 90% kept), and a cut calibrated on one
 half keeps only 75-81% of the other half's relevant passages there, so no calibrated
 default met the target without losing relevant passages; the default stays. That needs
-a model that reads the passage (`--gate model`). Models without calibration get a floor
-0.1 below their default --threshold.
+a model that reads the passage: a provider's cross-encoder (`--rerank-model`, judge.py),
+whose relevance is then the support θ is compared with, or `--gate model`. Models
+without calibration get a floor 0.1 below their default --threshold.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from localgpt_cli.rag.fusion import Candidate, Dropped, cut_candidates, hit
-from localgpt_cli.rag.types import Hit
+from localgpt_cli.rag.types import Hit, Judge
 
 DEFAULT_THETA = 0.15
 RELATIVE_SHARE = 0.5
@@ -55,6 +56,7 @@ RELATIVE_SHARE = 0.5
 GATE_SCALES: dict[str, tuple[float, float]] = {"all-minilm": (0.20, 0.60)}
 CERTAIN_SPAN = 0.40
 WORDS_FLOOR = 0.6
+JUDGE_DEPTH = 20  # candidates a provider's reranker re-scores (at least 2k)
 
 
 def scale_for(model: str | None, threshold: float) -> tuple[float, float]:
@@ -75,7 +77,7 @@ def support(kept: list[Candidate], scale: tuple[float, float], query: str) -> No
     floor, certain = scale
     sims = [c.similarity for c in kept if c.similarity is not None]
     lowest = min(sims) if sims else floor
-    best = max((_strength(c) for c in kept), default=0.0)
+    best = max((c.strength for c in kept), default=0.0)
     for c in kept:
         similarity = lowest if c.similarity is None else c.similarity
         absolute = _clip((similarity - floor) / (certain - floor))
@@ -83,16 +85,12 @@ def support(kept: list[Candidate], scale: tuple[float, float], query: str) -> No
             chunk = c.row.chunk
             found = len(words & terms(f"{chunk.title or ''} {chunk.text}")) / len(words)
             absolute = max(absolute, _clip((found - WORDS_FLOOR) / (1 - WORDS_FLOOR)))
-        relative = _strength(c) / best if best > 0 else 1.0
+        relative = c.strength / best if best > 0 else 1.0
         c.gate = absolute * (1 - RELATIVE_SHARE + RELATIVE_SHARE * max(relative, 0.0))
 
 
 def _clip(x: float) -> float:
     return min(max(x, 0.0), 1.0)
-
-
-def _strength(c: Candidate) -> float:
-    return c.fused if c.rerank is None else c.rerank
 
 
 def fast_path(
@@ -104,16 +102,29 @@ def fast_path(
     parts: Sequence[str],
     theta: float | None,
     scale: tuple[float, float] | None = None,
+    judge: Judge | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[list[Hit], list[Dropped]]:
-    """Reranker -> threshold -> gate over one query's fused candidates: the top k hits,
-    and what was dropped on the way from the fused top k (stage and reason each)."""
+    """Reranker -> [provider's reranker] -> threshold -> gate over one query's fused
+    candidates: the top k hits, and what was dropped on the way from the fused top k
+    (stage and reason each). With a `judge` (a cross-encoder, judge.py) the gate keeps a
+    passage when its relevance reaches θ; a judge that fails leaves a line in `notes` and
+    the local scores stand."""
     from localgpt_cli.rag.rerank import rerank
 
     fused_top = ranked[:k]
     reranked = rerank(ranked, query, parts)
+    if judge is not None:
+        from localgpt_cli.rag.judge import judge_candidates
+
+        reranked = judge_candidates(reranked, query, judge, max(JUDGE_DEPTH, 2 * k), notes)
     kept, dropped = cut_candidates(reranked, k, threshold, mode)
-    if theta is not None and mode != "keyword":  # keyword mode has no similarity to judge
-        support(kept, scale or scale_for(None, threshold or 0.0), query)
+    if theta is not None and (mode != "keyword" or judge is not None):
+        # Keyword mode has no similarity to judge by; a cross-encoder's score needs none.
+        unjudged = [c for c in kept if c.judged is None]
+        support(unjudged, scale or scale_for(None, threshold or 0.0), query)
+        for c in kept:
+            c.gate = c.gate if c.judged is None else c.judged
         dropped += [c.dropped("gate", "gate", c.gate) for c in kept if (c.gate or 0) < theta]
         kept = [c for c in kept if (c.gate or 0.0) >= theta]
     seen = {(c.row.chunk.document_id, c.row.chunk.ordinal) for c in kept}

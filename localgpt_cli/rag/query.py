@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from localgpt_cli.rag.fusion import Dropped
     from localgpt_cli.rag.retrieve import SearchResult
     from localgpt_cli.rag.store import Collection
-    from localgpt_cli.rag.types import Hit
+    from localgpt_cli.rag.types import Hit, Judge
 
 Warn = Callable[[str, str], None]
 
@@ -40,10 +40,12 @@ class QueryTarget:
     """An open collection, the model its queries are embedded with, and whether that
     model still answers: what every query of one command shares."""
 
-    def __init__(self, collection: Collection, model: str, client: Embedder) -> None:
+    def __init__(self, collection: Collection, model: str, client: Embedder,
+                 judge: Judge | None = None) -> None:  # fmt: skip
         self.collection = collection
         self.model = model
         self.client = client  # embeds the queries
+        self.judge = judge  # a provider's reranker over the first candidates (judge.py)
         self.failed = False
 
     def embed(self, texts: Sequence[str], warn: Warn | None = None) -> list[Any]:
@@ -106,7 +108,7 @@ def query_many(
         target.collection, list(zip(queries, vectors, strict=True)), k=k, mode=mode,
         threshold=limit, type=doc_type, path_glob=path_glob, document_id=document_id,
         batch_size=batch_size, rerank=rerank, theta=theta,
-        gate_scale=scale_for(target.model, limit),
+        gate_scale=scale_for(target.model, limit), judge=target.judge,
     )  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UsageError
 from localgpt_cli.rag.fusion import RRF_K, Candidate, Dropped, cut, fuse
-from localgpt_cli.rag.types import Hit
+from localgpt_cli.rag.types import Hit, Judge
 
 if TYPE_CHECKING:
     from localgpt_cli.rag.store import Collection, KeywordQuery, StoredRow, VectorQuery
@@ -137,6 +137,7 @@ def search_many(
     theta: float | None = None,
     parts: Sequence[str] | None = None,
     gate_scale: tuple[float, float] | None = None,
+    judge: Judge | None = None,
 ) -> list[SearchResult]:
     """`search` for many queries over one open table, results in query order.
 
@@ -146,7 +147,8 @@ def search_many(
 
     `rerank="local"` re-scores the fused candidates (rerank.py; `parts` picks its parts,
     for the benchmark's ablations), and `theta` gates the top k (gate.py; None: no gate)
-    on the embedding model's cosine scale `gate_scale` (gate.scale_for).
+    on the embedding model's cosine scale `gate_scale` (gate.scale_for), or by the
+    relevance a provider's reranker (`judge`, judge.py) gives the first candidates.
     """
     from localgpt_cli.rag.rerank import PARTS
 
@@ -161,6 +163,7 @@ def search_many(
         chosen if rerank == "local" else (),
         theta,
         gate_scale,
+        judge,
     )
     searcher = _Searcher(collection, options)
     results: list[SearchResult] = []
@@ -180,6 +183,7 @@ class _Options:
     parts: tuple[str, ...] = ()  # the reranker's parts; () = no reranking
     theta: float | None = None  # the gate's strictness; None = no gate
     scale: tuple[float, float] | None = None  # the gate's (floor, near-certain) cosines
+    judge: Judge | None = None  # a provider's reranker (judge.py); None = none
 
 
 @dataclass
@@ -210,7 +214,7 @@ class _Searcher:
         self.options = options
         self.where, self.post = build_filter(**options.filters)
         self.pool = candidate_pool(options.k)
-        if options.parts or options.theta is not None:
+        if options.parts or options.theta is not None or options.judge is not None:
             from localgpt_cli.rag.rerank import STATS_POOL
 
             self.pool = max(self.pool, STATS_POOL)
@@ -307,13 +311,14 @@ class _Searcher:
             cand.keyword_rank, cand.bm25 = rank, row.score
         opts = self.options
         ranked = fuse(list(candidates.values()), plan.mode_used, opts.rrf_k, opts.weights)
-        if not opts.parts and opts.theta is None:
+        if not opts.parts and opts.theta is None and opts.judge is None:
             hits, dropped = cut(ranked, opts.k, opts.threshold, plan.mode_used)
             return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
         from localgpt_cli.rag.gate import fast_path
 
         hits, dropped = fast_path(ranked, plan.text, opts.k, opts.threshold, plan.mode_used,
-                                  opts.parts, opts.theta, opts.scale)  # fmt: skip
+                                  opts.parts, opts.theta, opts.scale, opts.judge,
+                                  plan.warnings)  # fmt: skip
         return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
 
 

@@ -7,8 +7,13 @@ vectors, retrieval returns `Hit`s.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+# A cross-encoder's relevance (0..1) of each passage to the question, in the passages'
+# order: llm/rerank.py bound to a profile's model by the command (rag/judge.py uses it).
+Judge = Callable[[str, Sequence[str]], list[float]]
 
 
 @dataclass
