@@ -13,7 +13,7 @@ import click
 
 from localgpt_cli.cli.app import App, Finite
 from localgpt_cli.config import unknown_provider
-from localgpt_cli.errors import UsageError
+from localgpt_cli.errors import UsageError, setting_error
 from localgpt_cli.render.tables import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,6 +84,7 @@ def open_store(app: App, write: bool = False) -> Any:
     from localgpt_cli.rag.store.uri import local_path
 
     settings = app.settings
+    _check_collection_name(app)
     folder = local_path(settings.db_uri)
     if write and folder is not None:  # made by the first write, under the lock
         if settings.sources.get("db", "").startswith("default"):  # inside the home
@@ -92,6 +93,18 @@ def open_store(app: App, write: bool = False) -> Any:
     elif write and sidecar.s3_location(settings.db_uri) is None:
         settings.writable_dir("home")  # other object stores keep their lock there
     return open_(settings.db_uri)
+
+
+def _check_collection_name(app: App) -> None:
+    """The store refuses a name that cannot be a table; said here, where it is known whether
+    -C (exit 2) or LOCALGPT_COLLECTION / the config file (exit 6) is to be fixed."""
+    from localgpt_cli.rag.store.collection import COLLECTION_NAME
+
+    name = str(app.settings.collection)
+    if not COLLECTION_NAME.fullmatch(name):
+        where = app.settings.named("collection")
+        raise setting_error(where, f"Invalid collection name {name!r} ({where}).",
+                            hint="Use 1-64 letters, digits, '_' or '-'.")
 
 
 # How many candidates an ambiguous document id lists.

@@ -106,8 +106,8 @@ def knowledge_base(app: App, required: bool | None) -> bool:
 
 def resolve_theta(app: App, theta: float | None) -> float:
     """The gate's strictness: --theta, else `rag.theta` from the config, else the default.
-    A config value outside 0-1 is a usage error like the flag's (exit 2)."""
-    from localgpt_cli.errors import UsageError
+    A config value outside 0-1 is invalid input (exit 6; the flag's range is click's)."""
+    from localgpt_cli.errors import setting_error
     from localgpt_cli.rag.gate import DEFAULT_THETA
 
     if theta is not None:
@@ -116,10 +116,10 @@ def resolve_theta(app: App, theta: float | None) -> float:
     if value is None:
         return DEFAULT_THETA
     if not 0.0 <= value <= 1.0:  # nan fails both comparisons
-        raise UsageError(f"rag.theta must be between 0 and 1 (got {value!r} from "
-                         f"{app.settings.named('rag.theta')}).",
-                         hint="0 keeps every passage the reranker kept, 1 only near-certain "
-                              "support.")  # fmt: skip
+        where = app.settings.named("rag.theta")
+        raise setting_error(where, f"rag.theta must be between 0 and 1 (got {value!r} from "
+                            f"{where}).", hint="0 keeps every passage the reranker kept, 1 "
+                            "only near-certain support.")  # fmt: skip
     return float(value)
 
 
