@@ -24,15 +24,19 @@ THETA = Finite(0.0, 1.0)
 
 def open_target(app: App, collection: str | None = None) -> QueryTarget:
     """Open the collection to query, refusing an explicitly chosen model it was not built
-    with (its vectors would not be comparable)."""
-    from localgpt_cli.cli.kb import chosen_embed_model, model_explicit, open_store
+    with (its vectors would not be comparable); `--provider NAME` alone means the
+    collection's own model, when NAME serves it."""
+    from localgpt_cli.cli.kb import chosen_embed_model, model_explicit, open_store, recorded_model
     from localgpt_cli.rag.query import QueryTarget
 
     coll = open_store(app).collection(collection or app.settings.collection)
-    model = chosen_embed_model(app)
-    if model_explicit(app):
-        coll.check_model(model)
-    model = coll.model or model
+    if app.embed_provider is not None and not model_explicit(app):
+        model = recorded_model(app, coll)
+    else:
+        model = chosen_embed_model(app)
+        if model_explicit(app):
+            coll.check_model(model)
+        model = coll.model or model
     return QueryTarget(coll, model, app.embedder(model=model))
 
 

@@ -20,6 +20,7 @@ Examples:
   localgpt search --type pdf --path '*/papers/*' "boundary layer"
   localgpt search -C code --doc 3f2a9c "retry backoff"
   localgpt search --queries questions.txt -k 10 --json    # one process, many queries
+  localgpt search --provider work "vpn setup"  # the collection's work:MODEL embeds it
   printf 'vpn\nbackup\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
 
 \b
