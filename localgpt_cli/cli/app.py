@@ -10,7 +10,8 @@ none of ollama, lancedb or the history store.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +56,18 @@ class App:
         if value is not None:
             self.flags[key] = value
             self._settings = None
+
+    @contextlib.contextmanager
+    def trial(self) -> Iterator[None]:
+        """Flags set inside the block stay only if it ends without an error; otherwise the
+        flags and settings from before are back, so a refused REPL `/model` changes
+        nothing."""
+        kept = dict(self.flags), self._settings
+        try:
+            yield
+        except BaseException:
+            self.flags, self._settings = kept
+            raise
 
     def provider(self, name: str | None = None, timeout: float | None = None) -> Any:
         """The server of profile `name` (the settings' choice when None), opened once per
