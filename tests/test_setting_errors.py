@@ -94,7 +94,10 @@ def test_history_settings_have_no_flag_and_exit_6(
     [(("--theta", "3"), "[rag]\ntheta = 3\n", "rag.theta"),
      (("--pipeline", "turbo"), '[rag]\npipeline = "turbo"\n', "rag.pipeline"),
      (None, "[rag]\nstage_timeout = 0\n", "rag.stage_timeout"),
-     (("--window", "many"), 'window = "many"\n', "window")],
+     (("--window", "many"), 'window = "many"\n', "window"),
+     (("--window", "-1"), "window = -1\n", "window"),
+     (("--timeout", "0"), "timeout = -5\n", "timeout"),
+     (("--timeout", "nan"), "timeout = nan\n", "timeout")],
 )  # fmt: skip
 def test_rag_and_chat_settings_flag_2_file_6(
     standin: StandIn, isolated_env: Path, flag: tuple[str, str] | None, toml: str, named: str
