@@ -130,6 +130,8 @@ def test_model_shows_and_switches_the_provider_and_model_of_the_next_answers(
         term.read_until(b"From Ollama.")
         term.type(b"/model nope:\r")
         term.read_until(b"No provider profile 'nope'; configured: ollama, work.")
+        term.type(b"/model work:\r")
+        term.read_until(b"'work' has no default_model: name one, /model work:MODEL.")
         term.type(b"/model nope:x\r")
         term.read_until(b"No provider profile 'nope' either; configured: ollama, work.")
         term.type(b"/model work:some-model\r")

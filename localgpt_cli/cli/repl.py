@@ -98,6 +98,8 @@ def switch_model(turns: ChatTurns, arg: str) -> str:
     configured = ", ".join(dict.fromkeys(["ollama", *profiles]))
     if sep and not rest and prefix not in profiles and prefix != "ollama":
         return f"No provider profile {prefix!r}; configured: {configured}."
+    if sep and not rest and not getattr(profiles.get(prefix), "default_model", None):
+        return f"{prefix!r} has no default_model: name one, /model {prefix}:MODEL."
     try:
         with app.trial():
             app.set_flag("model", arg)
