@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from localgpt_cli.config_toml import in_file, load_file
-from localgpt_cli.errors import InvalidInput, UsageError
+from localgpt_cli.errors import InvalidInput, setting_error
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_MODEL = "llama3.2"
@@ -88,8 +88,8 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
 
     `0.0.0.0` and `::` are listening addresses, not places to connect to: map them to
     loopback, as the ollama CLI does. Anything that is not a host name or an IP address
-    with a port in 1-65535 is a usage error naming `name` (the variable, flag or file it
-    came from) here, before the HTTP client fails on it with a traceback.
+    with a port in 1-65535 is one line naming `name` (the variable, flag or file it came
+    from; `setting_error` picks the exit code) here, before the HTTP client fails on it.
     """
     raw = value.strip()
     if not raw:
@@ -99,8 +99,8 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     if "://" in raw:
         scheme, rest = raw.split("://", 1)
         if scheme not in ("http", "https"):
-            raise UsageError(f"{name} {value!r} has scheme {scheme!r}.",
-                             hint="Use http://host:port or https://host:port.")
+            raise setting_error(name, f"{name} {value!r} has scheme {scheme!r}.",
+                                hint="Use http://host:port or https://host:port.")
     path = ""
     if "/" in rest:
         rest, path = rest.split("/", 1)
@@ -110,7 +110,7 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
         end = rest.find("]")
         after = rest[end + 1 :] if end != -1 else ""
         if end == -1 or (after and not after.startswith(":")):
-            raise UsageError(f"{name} {value!r} is not a valid address.", hint=HOST_HINT)
+            raise setting_error(name, f"{name} {value!r} is not a valid address.", hint=HOST_HINT)
         host, port = rest[1:end], after[1:]
         _check_ipv6(host, value, name)
     elif rest.count(":") > 1:  # bare IPv6 without brackets
@@ -121,7 +121,8 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     else:
         host, port = rest, ""
     if host and ":" not in host and not _HOSTNAME.fullmatch(host):
-        raise UsageError(f"{name} {value!r} has an invalid host {host!r}.", hint=HOST_HINT)
+        raise setting_error(name, f"{name} {value!r} has an invalid host {host!r}.",
+                            hint=HOST_HINT)
     host = host or "127.0.0.1"
     port = port or default_port
     if host == "0.0.0.0":
@@ -129,10 +130,8 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     elif host == "::":
         host = "::1"
     if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise UsageError(
-            f"{name} {value!r} has an invalid port {port!r} (ports are 1 to 65535).",
-            hint=HOST_HINT,
-        )
+        raise setting_error(name, f"{name} {value!r} has an invalid port {port!r} (ports are 1 "
+                            "to 65535).", hint=HOST_HINT)
     shown = f"[{host}]" if ":" in host else host
     return f"{scheme}://{shown}:{port}{path}"
 
@@ -143,7 +142,8 @@ def _check_ipv6(host: str, value: str, name: str) -> None:
     try:
         ipaddress.IPv6Address(host)
     except ValueError:
-        raise UsageError(f"{name} {value!r} is not a valid IPv6 address.", hint=HOST_HINT) from None
+        raise setting_error(name, f"{name} {value!r} is not a valid IPv6 address.",
+                            hint=HOST_HINT) from None
 
 
 HISTORY_BACKENDS = ("sqlite", "memory", "postgres")
@@ -158,11 +158,13 @@ def history_backend(settings: Settings) -> tuple[str, str | None]:
     backend = str(settings.values["history.backend"]).strip().lower()
     url = settings.values["history.url"]
     if backend not in HISTORY_BACKENDS:
-        raise UsageError(f"history.backend {backend!r} ({settings.named('history.backend')}) "
-                         f"is not one of {', '.join(HISTORY_BACKENDS)}.")  # fmt: skip
+        where = settings.named("history.backend")
+        raise setting_error(where, f"history.backend {backend!r} ({where}) is not one of "
+                            f"{', '.join(HISTORY_BACKENDS)}.")  # fmt: skip
     if url and not str(url).startswith(("postgresql://", "postgres://")):
-        raise UsageError(f"history.url ({settings.named('history.url')}) must start with "
-                         "postgresql://.", hint="e.g. postgresql://user@db-host/localgpt")
+        where = settings.named("history.url")
+        raise setting_error(where, f"history.url ({where}) must start with postgresql://.",
+                            hint="e.g. postgresql://user@db-host/localgpt")
     if url and settings.sources["history.backend"] == "default":
         backend = "postgres"
     if backend == "postgres":
@@ -180,9 +182,9 @@ def _coerce(spec: Spec, value: Any, where: str) -> Any:
             raise ValueError
         return spec.kind(value)
     except (TypeError, ValueError):
-        raise InvalidInput(
-            f"Setting {spec.key!r} from {where} must be {spec.kind.__name__}, got {value!r}."
-        ) from None
+        where = f"--{spec.key}" if where == "flag" else where
+        raise setting_error(where, f"Setting {spec.key!r} from {where} must be "
+                            f"{spec.kind.__name__}, got {value!r}.") from None
 
 
 PROFILE_KINDS = ("openai", "ollama", "llamacpp")
@@ -310,12 +312,9 @@ class Settings:
         if problem is None:
             return path
         named = self.named(key)
-        error = UsageError if named.startswith("--") else InvalidInput
         setting = SPEC_BY_KEY[key].env if named.startswith("the default") else named
-        raise error(
-            f"Cannot use {path} ({named}) as a folder: {problem}.",
-            hint=f"Point {setting} at a folder you can write.",
-        )
+        raise setting_error(named, f"Cannot use {path} ({named}) as a folder: {problem}.",
+                            hint=f"Point {setting} at a folder you can write.")
 
 
 def load_settings(flags: dict[str, Any] | None = None) -> Settings:
@@ -361,9 +360,10 @@ def _choose_profile(settings: Settings) -> None:
     error from a flag, a configuration error from the environment or the file."""
     values, sources, profiles = settings.values, settings.sources, settings.profiles
     prefix, sep, rest = str(values["model"]).partition(":")
+    said = settings.named("model")  # `-m work:` is still what to fix when the model is missing
     if sep and (prefix in profiles or prefix == "ollama" or not rest):
         if prefix not in profiles and prefix != "ollama":
-            unknown_provider(settings, prefix, settings.named("model"))
+            unknown_provider(settings, prefix, said)
         values["provider"], values["model"] = prefix, rest
         sources["provider"] = sources["model"]
         if not rest:
@@ -376,16 +376,15 @@ def _choose_profile(settings: Settings) -> None:
         values["model"] = profile.default_model
         sources["model"] = f"default_model of [providers.{name}]"
     elif not values["model"]:
-        raise UsageError(f"{settings.named('model')} names provider {name!r} but no model, "
-                         "and the profile has no default_model.",
-                         hint=f"Give one: -m {name}:MODEL.")  # fmt: skip
+        raise setting_error(said, f"{said} names provider {name!r} but no model, and the "
+                            "profile has no default_model.", hint=f"Give one: -m {name}:MODEL.")
 
 
 def unknown_provider(settings: Settings, name: str, where: str) -> NoReturn:
     configured = ", ".join(dict.fromkeys(["ollama", *settings.profiles]))
-    error = UsageError if where.startswith("--") else InvalidInput
-    raise error(f"No provider profile {name!r} ({where}); configured: {configured}.",
-                hint=f"Add [providers.{name}] to {config_file()}, or choose a configured one.")
+    raise setting_error(where, f"No provider profile {name!r} ({where}); configured: "
+                        f"{configured}.", hint=f"Add [providers.{name}] to {config_file()}, "
+                        "or choose a configured one.")
 
 
 def mask_key(env: str | None) -> str | None:

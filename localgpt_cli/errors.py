@@ -149,3 +149,16 @@ class RateLimited(LocalGPTError):
     code = "rate_limited"
     exit_code = EXIT_LOCKED
     retryable = True
+
+
+def setting_error(where: str, message: str, *, hint: str | None = None) -> LocalGPTError:
+    """The one rule for a bad setting's exit code, wherever it is checked.
+
+    A value the user typed as a flag (`where` is `--host`, `--tools`, …) is a usage error
+    (exit 2): the command line is what to fix. One read from an environment variable or a
+    config file (`OLLAMA_HOST`, `history.url in /path/config.toml`) is invalid input
+    (exit 6): the command was right, its surroundings are not. `message` names `where`,
+    so the one line says which of the places to fix.
+    """
+    kind = UsageError if where.startswith("-") else InvalidInput
+    return kind(message, hint=hint)

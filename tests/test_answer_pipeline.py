@@ -190,7 +190,7 @@ def test_a_stage_that_times_out_falls_back(standin, corpus, isolated_env):
 def test_a_stage_timeout_of_zero_names_the_file_it_came_from(standin, isolated_env):
     write_config(isolated_env, "[rag]\nstage_timeout = 0\n")
     r = invoke("chat", "hi")
-    assert r.exit_code == 2 and r.stdout == "" and not standin.chat_requests()
+    assert r.exit_code == 6 and r.stdout == "" and not standin.chat_requests()
     assert r.stderr.count("\n") == 1 and "rag.stage_timeout" in r.stderr
     assert "config.toml" in r.stderr and "Traceback" not in r.stderr
 
@@ -318,16 +318,16 @@ def test_no_condense_and_config(standin, corpus, isolated_env):
     assert sources["pipeline"] == "fast" and len(standin.format_requests()) == 2
 
 
-@pytest.mark.parametrize("args,config", [
-    (("--pipeline", "fast", "--gate", "model"), ""),
-    (("--pipeline", "fast", "--reranker", "model"), ""),
-    ((), "[rag]\npipeline = \"turbo\"\n"),
+@pytest.mark.parametrize("args,config,code", [
+    (("--pipeline", "fast", "--gate", "model"), "", 2),
+    (("--pipeline", "fast", "--reranker", "model"), "", 2),
+    ((), "[rag]\npipeline = \"turbo\"\n", 6),
 ])
-def test_contradicting_pipeline_options_are_usage_errors(standin, corpus, isolated_env, args,
-                                                         config):
+def test_contradicting_pipeline_options_are_refused(standin, corpus, isolated_env, args,
+                                                    config, code):
     write_config(isolated_env, config)
     r = invoke("chat", *args, QUESTION)
-    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) <= 2
+    assert r.exit_code == code and len(r.stderr.strip().splitlines()) == 1
     assert "Traceback" not in r.stderr and standin.chat_requests() == []
 
 

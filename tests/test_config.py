@@ -44,9 +44,11 @@ def test_ollama_host_forms(raw, url):
     ["ftp://x", "host:port", "::::", "localhost:70000", "http://h:65536", ":0", "a b",
      "[::1", "[zz]:1", "[::1]x"],
 )  # fmt: skip
-def test_bad_hosts_are_usage_errors(raw):
-    with pytest.raises(UsageError, match=r"^OLLAMA_HOST "):
+def test_bad_hosts_name_where_they_came_from(raw):
+    with pytest.raises(InvalidInput, match=r"^OLLAMA_HOST "):
         normalize_host(raw)
+    with pytest.raises(UsageError, match=r"^--host "):
+        normalize_host(raw, "--host")
 
 
 @pytest.mark.parametrize(
@@ -59,7 +61,9 @@ def test_bad_hosts_are_usage_errors(raw):
     ("host", "problem"),
     [("::::", "is not a valid IPv6 address"), ("localhost:70000", "has an invalid port")],
 )
-def test_a_bad_ollama_host_is_one_line_and_exit_2(clean_env, monkeypatch, args, host, problem):
+def test_a_bad_ollama_host_is_one_line_exit_6_from_env_2_from_flag(
+    clean_env, monkeypatch, args, host, problem
+):
     from tests.cli import invoke
 
     monkeypatch.setenv("LOCALGPT_HOME", str(clean_env / "home"))
@@ -68,7 +72,7 @@ def test_a_bad_ollama_host_is_one_line_and_exit_2(clean_env, monkeypatch, args, 
     (clean_env / "q").write_text("hello\n")
     (clean_env / "r").write_text("1\tx\t1\n")
     r = invoke(*args)
-    assert r.exit_code == 2, r.stderr
+    assert r.exit_code == 6, r.stderr
     (line,) = r.stderr.splitlines()
     assert line.startswith(f"localgpt: error: OLLAMA_HOST {host!r} {problem}")
     r = invoke("--host", host, *args)

@@ -43,8 +43,8 @@ def test_theta_from_the_config_is_checked_too(standin, tmp_path, monkeypatch):
     config.write_text("[rag]\ntheta = 3\n")
     monkeypatch.setenv("LOCALGPT_CONFIG", str(config))
     r = invoke("search", "vpn")
-    assert r.exit_code == 2
-    assert r.stderr.count("\n") <= 2 and "rag.theta" in r.stderr and str(config) in r.stderr
+    assert r.exit_code == 6
+    assert r.stderr.count("\n") == 1 and "rag.theta" in r.stderr and str(config) in r.stderr
     config.write_text("[rag]\ntheta = 0.5\nthetta = 1\n")
     r = invoke("search", "vpn")
     assert r.exit_code == 6 and "rag.thetta" in r.stderr

@@ -70,14 +70,14 @@ def test_the_memory_backend_keeps_nothing_between_processes(standin, isolated_en
     assert not db_path().exists()
 
 
-def test_a_wrong_backend_or_url_is_a_usage_error(isolated_env, monkeypatch):
+def test_a_wrong_backend_or_url_is_invalid_input(isolated_env, monkeypatch):
     monkeypatch.setenv("LOCALGPT_HISTORY_BACKEND", "cloud")
     r = invoke("history")
-    assert r.exit_code == 2 and "LOCALGPT_HISTORY_BACKEND" in r.stderr
+    assert r.exit_code == 6 and "LOCALGPT_HISTORY_BACKEND" in r.stderr
     monkeypatch.delenv("LOCALGPT_HISTORY_BACKEND")
     monkeypatch.setenv("LOCALGPT_HISTORY_URL", "mysql://u:hunter2@db/x")
     r = invoke("history")
-    assert r.exit_code == 2 and "postgresql://" in r.stderr and "hunter2" not in r.stderr
+    assert r.exit_code == 6 and "postgresql://" in r.stderr and "hunter2" not in r.stderr
 
 
 # -- credentials ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -196,16 +197,70 @@ def test_apply_refuses_a_file_changed_since_the_diff(standin, workdir: Path) -> 
     assert [p.name for p in workdir.iterdir()] == ["notes.md"]
 
 
-def test_apply_refuses_a_file_outside_the_roots(
+def test_apply_from_another_folder_writes_the_file_the_edit_was_proposed_for(
     standin, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pid = edit_preview(standin)["preview"]["id"]
+    """The preview records the roots its tool call ran with (the chat's folder), so apply
+    checks the file against them wherever it runs; a second apply is still refused."""
+    preview = edit_preview(standin)["preview"]
+    assert preview["roots"] == [str(workdir)]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    r = invoke("apply", pid)
+    r = invoke("apply", preview["id"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == (f"Applied {preview['id']} to {workdir / 'notes.md'} "
+                        f"(backup: {workdir / ('notes.md.' + preview['id'] + '.bak')}).\n")
+    assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
+    assert list(elsewhere.iterdir()) == []
+    again = invoke("apply", preview["id"])
+    assert again.exit_code == 6 and "already changed by this edit" in again.stderr
+
+
+def test_apply_refuses_a_file_outside_the_recorded_roots(
+    standin, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin's edit preview whose file lies outside the roots it records: refused with
+    exit 6 and nothing written, even from the folder the file is in."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.md").write_text(NOTES)
+    digest = hashlib.sha256(NOTES.encode()).hexdigest()
+    _plugin(monkeypatch, sneaky=_tool("sneaky", lambda args: Preview(
+        "edit", path=str(outside / "notes.md"), diff=DIFF, sha256=digest,
+        roots=[str(workdir)]), preview=True, group="deploy", core=True))
+    propose(standin, call("sneaky"), answer="done")
+    r = invoke("chat", "--json", "--tools", "deploy", "edit it")
+    (result,) = payloads(packets(r), "tool_result")
+    monkeypatch.chdir(outside)
+    r = invoke("apply", result["preview"]["id"])
+    assert r.exit_code == 6 and r.stdout == ""
+    assert "is outside the allowed folders" in r.stderr and str(workdir) in r.stderr
+    assert [p.name for p in outside.iterdir()] == ["notes.md"]
+    assert (outside / "notes.md").read_text() == NOTES
+
+
+def test_a_preview_stored_without_roots_keeps_the_current_folder_rule(
+    standin, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localgpt_cli.history.sqlite import SQLiteStore
+
+    preview = edit_preview(standin)["preview"]
+    with SQLiteStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        conversation = store.latest()
+        assert conversation is not None
+        tool = next(m for m in store.messages(conversation.id) if m.role == "tool")
+        old = {k: v for k, v in tool.metadata["preview"].items() if k != "roots"}
+        store.update_metadata(tool.id, {"preview": old})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    r = invoke("apply", preview["id"])
     assert r.exit_code == 6 and "is outside the allowed folders" in r.stderr
     assert (workdir / "notes.md").read_text() == NOTES
+    monkeypatch.chdir(workdir)
+    assert invoke("apply", preview["id"]).exit_code == 0
+    assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
 
 
 def test_apply_never_runs_a_command_and_unknown_ids_are_not_found(

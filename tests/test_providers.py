@@ -235,3 +235,47 @@ def test_a_llamacpp_model_path_that_is_no_file_is_one_line(isolated_env, tmp_pat
     r = invoke("chat", "--provider", "pocket", "--no-save", "hi")
     assert r.exit_code == 6, r.stderr
     assert f"is not a file: {tmp_path}/none.gguf" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_search_and_eval_with_provider_alone_use_the_collections_model(server, standin,
+                                                                        tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pump.txt").write_text("The coolant pump runs at 3000 rpm.\n")
+    (docs / "fan.txt").write_text("The fan spins when the board is hot.\n")
+    assert invoke("ingest", "-m", f"work:{EMBED}", str(docs)).exit_code == 0
+    r = invoke("search", "--provider", "work", "--json", "--mode", "vector", "pump speed")
+    assert r.exit_code == 0, r.stderr
+    assert Path(r.records()[0]["path"]).name == "pump.txt"
+    assert posts(server, "/v1/embeddings")[-1] == {"model": EMBED, "input": ["pump speed"]}
+    (tmp_path / "q.txt").write_text("pump speed\n")
+    (tmp_path / "r.tsv").write_text("1\tpump\t1\n")
+    r = invoke("eval", "--provider", "work", "--mode", "vector", "--json",
+               "--queries", str(tmp_path / "q.txt"), "--qrels", str(tmp_path / "r.tsv"))
+    assert r.exit_code == 0, r.stderr
+    assert posts(server, "/v1/embeddings")[-1]["input"] == ["pump speed"]
+    # ingested on another provider: one line naming the collection's provider:model
+    for args in (("search", "--provider", "ollama", "pump"),
+                 ("eval", "--provider", "ollama", "--queries", str(tmp_path / "q.txt"),
+                  "--qrels", str(tmp_path / "r.tsv"))):
+        r = invoke(*args)
+        assert r.exit_code == 2 and r.stdout == "", r.stderr
+        (line,) = r.stderr.splitlines()
+        assert line.startswith("localgpt: error: --provider ollama: collection 'default' was "
+                               f"ingested with work:{EMBED}, so 'work' must embed")
+        assert "localgpt ingest --force -C default --provider ollama -m MODEL" in line
+    assert not [q for q in standin.requests if q.path == "/api/embed"]
+
+
+def test_search_with_another_providers_collection_names_its_model(server, standin, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha beta gamma\n")
+    assert invoke("ingest", "-C", "notes", str(tmp_path / "a.txt")).exit_code == 0
+    model = invoke("docs", "collections", "--json").records()[0]["model"]
+    r = invoke("search", "-C", "notes", "--provider", "work", "alpha")
+    assert r.exit_code == 2, r.stderr
+    assert f"was ingested with ollama:{model}, so 'ollama' must embed" in r.stderr
+    assert posts(server, "/v1/embeddings") == []
+    r = invoke("search", "-C", "notes", "--provider", "ollama", "--json", "alpha")
+    assert r.exit_code == 0 and Path(r.records()[0]["path"]).name == "a.txt"
+    r = invoke("search", "-C", "nothing", "--provider", "work", "alpha")
+    assert r.exit_code == 6 and "does not exist" in r.stderr  # no collection, no model

@@ -104,3 +104,59 @@ def test_ctrl_d_at_the_prompt_quits(standin):
     term.read_until(b">>>")
     term.type(b"\x04")
     assert term.wait() == 0
+
+
+def test_model_shows_and_switches_the_provider_and_model_of_the_next_answers(
+    standin, isolated_env
+):
+    """/model prints provider:model; /model PROFILE:MODEL and /model MODEL switch the next
+    turns (same conversation), and each stored answer says who gave it; an unknown profile
+    or model is one line and changes nothing."""
+    from tests.openai_standin import Answer, OpenAIStandIn
+
+    standin.script(Reply(content="From Ollama."))
+    with OpenAIStandIn(models=("some-model", "other-model")) as work:
+        work.script(Answer(content="From work."), Answer(content="From the other."))
+        config = isolated_env / "config" / "localgpt" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(f'[providers.work]\nkind = "openai"\nbase_url = "{work.url}"\n')
+        term = Terminal("chat")
+        term.read_until(b">>>")
+        term.type(b"/help\r")
+        term.read_until(b"/model [MODEL|PROFILE:MODEL] shows or switches the")
+        term.type(b"/model\r")
+        term.read_until(b"Model: ollama:llama3.2.")
+        term.type(b"one\r")
+        term.read_until(b"From Ollama.")
+        term.type(b"/model nope:\r")
+        term.read_until(b"No provider profile 'nope'; configured: ollama, work.")
+        term.type(b"/model work:\r")
+        term.read_until(b"'work' has no default_model: name one, /model work:MODEL.")
+        term.type(b"/model nope:x\r")
+        term.read_until(b"No provider profile 'nope' either; configured: ollama, work.")
+        term.type(b"/model work:some-model\r")
+        term.read_until(b"Model: work:some-model (from the next question on).")
+        term.type(b"two\r")
+        term.read_until(b"From work.")
+        term.type(b"/model missing-model\r")  # on work now: it does not offer that one
+        term.read_until(b"'missing-model' is not offered")
+        term.type(b"/model\r")
+        term.read_until(b"Model: work:some-model.")
+        term.type(b"/model other-model\r")
+        term.read_until(b"Model: work:other-model")
+        term.type(b"three\r")
+        term.read_until(b"From the other.")
+        term.read_until(b">>>")
+        term.type(b"/exit\r")
+        assert term.wait() == 0
+        bodies = [q["body"] for q in work.requests if q["path"] == "/v1/chat/completions"]
+    assert [b["model"] for b in bodies] == ["some-model", "other-model"]
+    # the conversation goes on across the switch: work was sent the Ollama turn too
+    assert [m["content"] for m in bodies[0]["messages"] if m["role"] != "system"] == [
+        "one", "From Ollama.", "two"]
+    assert len(standin.chat_requests()) == 1
+    with SQLiteStore.open(os.path.join(os.environ["LOCALGPT_HOME"], "history.db")) as store:
+        (conversation,) = store.list_conversations()
+        answers = [m for m in store.messages(conversation.id) if m.role == "assistant"]
+    assert [(m.metadata["provider"], m.metadata["model"]) for m in answers] == [
+        ("ollama", "llama3.2"), ("work", "some-model"), ("work", "other-model")]

@@ -104,6 +104,6 @@ def test_an_unknown_group_from_the_environment_names_the_variable(
 ) -> None:
     monkeypatch.setenv("LOCALGPT_TOOLS", "files,typo")
     r = invoke("chat", "hi")
-    assert r.exit_code == 2
+    assert r.exit_code == 6
     assert "Unknown tool group(s) for LOCALGPT_TOOLS: typo." in r.stderr
     assert standin.chat_requests() == []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localgpt_cli.cli.app import App
-from localgpt_cli.errors import UsageError
+from localgpt_cli.errors import UsageError, setting_error
 
 if TYPE_CHECKING:
     from localgpt_cli.cli.turn import ChatFlags
@@ -51,13 +51,15 @@ def answer_flags(command: Callable[..., Any]) -> Callable[..., Any]:
 def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     """The pipeline the flags and the `rag.*` settings ask for; contradictions are usage
     errors here, before any model is called."""
+    from localgpt_cli.cli.retrieval import resolve_theta
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
 
     values = app.settings.values
     pipeline = flags.pipeline or str(values["rag.pipeline"])
-    if pipeline not in PIPELINES:
-        raise UsageError(f"{app.settings.named('rag.pipeline')} is {pipeline!r}, which is "
-                         "not a pipeline.", hint="Use full or fast.")  # fmt: skip
+    if pipeline not in PIPELINES:  # only the setting's (--pipeline is a click.Choice)
+        where = app.settings.named("rag.pipeline")
+        raise setting_error(where, f"{where} is {pipeline!r}, which is not a pipeline.",
+                            hint="Use full or fast.")
     judged_by_model = [f"--{name} model" for name, value in
                        (("reranker", flags.reranker), ("gate", flags.gate)) if value == "model"]
     if pipeline == "fast" and judged_by_model:
@@ -66,11 +68,13 @@ def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     condense = flags.condense if flags.condense is not None else bool(values["rag.condense"])
     timeout = float(values["rag.stage_timeout"])
     if not timeout > 0:
-        raise UsageError(f"rag.stage_timeout must be above 0 seconds, got {timeout} (from "
-                         f"{app.settings.named('rag.stage_timeout')}).",
-                         hint="Set it in the [rag] table: stage_timeout = 60.")
-    # One θ for both gates (the score gate checks its range first, cli/retrieval.py);
-    # None lets the model gate keep its own default.
+        where = app.settings.named("rag.stage_timeout")
+        raise setting_error(where, f"rag.stage_timeout must be above 0 seconds, got {timeout} "
+                            f"(from {where}).", hint="Set it in the [rag] table: "
+                            "stage_timeout = 60.")
+    # One θ for both gates, checked here even when no knowledge base will be asked; None
+    # lets the model gate keep its own default.
+    resolve_theta(app, flags.theta)
     theta = values.get("rag.theta") if flags.theta is None else flags.theta
     return AnswerOptions(pipeline=pipeline, reranker=flags.reranker, gate=flags.gate,
                          condense=condense, theta=theta, stage_timeout=timeout)

@@ -10,13 +10,15 @@ none of ollama, lancedb or the history store.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from localgpt_cli.config import Settings, cache_dir, history_backend, load_settings
+from localgpt_cli.errors import setting_error
 from localgpt_cli.render.output import Output
 
 if TYPE_CHECKING:
@@ -47,7 +49,9 @@ class App:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            self._settings = load_settings(self.flags)
+            settings = load_settings(self.flags)
+            _check_ranges(settings)
+            self._settings = settings
         return self._settings
 
     def set_flag(self, key: str, value: Any) -> None:
@@ -55,6 +59,18 @@ class App:
         if value is not None:
             self.flags[key] = value
             self._settings = None
+
+    @contextlib.contextmanager
+    def trial(self) -> Iterator[None]:
+        """Flags set inside the block stay only if it ends without an error; otherwise the
+        flags and settings from before are back, so a refused REPL `/model` changes
+        nothing."""
+        kept = dict(self.flags), self._settings
+        try:
+            yield
+        except BaseException:
+            self.flags, self._settings = kept
+            raise
 
     def provider(self, name: str | None = None, timeout: float | None = None) -> Any:
         """The server of profile `name` (the settings' choice when None), opened once per
@@ -157,6 +173,20 @@ class App:
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)
+
+
+def _check_ranges(settings: Settings) -> None:
+    """`timeout` and `window` from the environment or the file are held to their flags'
+    ranges (click checks the flags): a timeout of 0 or less failed half way through the
+    first request (exit 1), a negative window meant nothing. One line naming the file."""
+    import math
+
+    for key, fits, want in (("timeout", lambda v: 0 < v < math.inf, "a number above 0"),
+                            ("window", lambda v: v >= 0, "0 or more")):  # fmt: skip
+        value = settings.values.get(key)
+        if value is not None and not fits(value):
+            where = settings.named(key)
+            raise setting_error(where, f"{key} must be {want}, got {value!r} (from {where}).")
 
 
 def open_provider(settings: Settings, name: str, timeout: float | None) -> Provider:

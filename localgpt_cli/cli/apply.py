@@ -26,6 +26,7 @@ EPILOG = """\b
 Examples:
   localgpt apply 3f9a1c2e            # the id the preview's frame shows
   localgpt apply 3f                  # a unique prefix is enough
+  cd ~ && localgpt apply 3f9a1c2e    # from any folder: the edit's own roots are checked
   localgpt apply 3f9a1c2e --json | jq -r .backup
 """
 
@@ -62,14 +63,18 @@ def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
 
 
 def apply_preview(preview: dict[str, Any], cwd: Path | None = None) -> tuple[Path, Path]:
-    """Apply an edit inside the read_file roots (the current folder); (file, backup)."""
+    """Apply an edit inside the roots its tool call ran with, recorded in the preview, from
+    whatever folder `apply` runs in; (file, backup). A preview stored before roots were
+    recorded keeps the old rule: the current folder is the root."""
     from localgpt_cli.tools.base import ToolError
     from localgpt_cli.tools.files import Sandbox
-    from localgpt_cli.tools.preview import apply_edit
+    from localgpt_cli.tools.preview import apply_edit, recorded_roots
 
     base = cwd or Path.cwd()
+    roots = recorded_roots(preview.get("roots"))
+    sandbox = Sandbox(roots, roots[0]) if roots else Sandbox([base], base)
     try:
-        return apply_edit(preview, Sandbox([base], base))
+        return apply_edit(preview, sandbox)
     except ToolError as exc:
         raise InvalidInput(str(exc), hint="Nothing was written.") from None
     except OSError as exc:
@@ -102,9 +107,10 @@ def offer_edits(screen: Any, previews: list[dict[str, Any]], kept: bool = True) 
 def apply(app: App, preview_id: str) -> None:
     """Apply an edit the model proposed (propose_edit), by its preview id.
 
-    The file must lie inside the folders read_file may see (the current folder) and be
-    unchanged since the diff was made; the old file is kept beside it as
-    FILE.ID.bak, and the new one is written atomically. Commands are never run.
+    Runs from any folder: the file must lie inside the folders the chat's read_file could
+    see when the edit was proposed (recorded in the preview) and be unchanged since the
+    diff was made; the old file is kept beside it as FILE.ID.bak, and the new one is
+    written atomically. Commands are never run.
     """
     preview = find_preview(app.history(readonly=True), preview_id)
     path, backup = apply_preview(preview)

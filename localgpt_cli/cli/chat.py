@@ -35,7 +35,7 @@ Examples:
   localgpt chat -f report.pdf --lock "summarise the findings"
   localgpt chat --explain --gate model "how do I reset the VPN?"
   localgpt chat -c --explain "what was the build server called?"
-  localgpt chat            # interactive: /new starts over, /remember, /tools, /exit
+  localgpt chat            # interactive: /new, /remember, /tools, /model work:M, /exit
 """
 
 

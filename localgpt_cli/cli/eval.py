@@ -20,6 +20,7 @@ Examples:
   localgpt eval --queries questions.jsonl --qrels judgements.tsv
   localgpt eval -C papers --queries q.txt --qrels q.tsv --mode hybrid -k 5
   localgpt eval --queries q.jsonl --qrels q.tsv --json | jq -r 'select(.name=="ndcg@10")'
+  localgpt eval --provider work --queries q.txt --qrels q.tsv  # the collection's work:MODEL
 
 \b
 Queries: one per line, JSON {"id": "...", "text": "..."} or plain text (id = line number).

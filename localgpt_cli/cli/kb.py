@@ -13,7 +13,7 @@ import click
 
 from localgpt_cli.cli.app import App, Finite
 from localgpt_cli.config import unknown_provider
-from localgpt_cli.errors import UsageError
+from localgpt_cli.errors import UsageError, setting_error
 from localgpt_cli.render.tables import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,7 +60,8 @@ def embed_model_option(f: F) -> F:
         metavar="NAME",
         expose_value=False,
         callback=lambda ctx, _p, value: setattr(ctx.ensure_object(App), "embed_provider", value),
-        help="Provider profile whose server embeds ([providers.NAME]; default: Ollama).",
+        help="Provider profile whose server embeds ([providers.NAME]; default: Ollama); "
+        "without -m, a search uses the collection's model when NAME serves it.",
     )(f)
     return click.option(
         "-m",
@@ -84,6 +85,7 @@ def open_store(app: App, write: bool = False) -> Any:
     from localgpt_cli.rag.store.uri import local_path
 
     settings = app.settings
+    _check_collection_name(app)
     folder = local_path(settings.db_uri)
     if write and folder is not None:  # made by the first write, under the lock
         if settings.sources.get("db", "").startswith("default"):  # inside the home
@@ -92,6 +94,18 @@ def open_store(app: App, write: bool = False) -> Any:
     elif write and sidecar.s3_location(settings.db_uri) is None:
         settings.writable_dir("home")  # other object stores keep their lock there
     return open_(settings.db_uri)
+
+
+def _check_collection_name(app: App) -> None:
+    """The store refuses a name that cannot be a table; said here, where it is known whether
+    -C (exit 2) or LOCALGPT_COLLECTION / the config file (exit 6) is to be fixed."""
+    from localgpt_cli.rag.store.collection import COLLECTION_NAME
+
+    name = str(app.settings.collection)
+    if not COLLECTION_NAME.fullmatch(name):
+        where = app.settings.named("collection")
+        raise setting_error(where, f"Invalid collection name {name!r} ({where}).",
+                            hint="Use 1-64 letters, digits, '_' or '-'.")
 
 
 # How many candidates an ambiguous document id lists.
@@ -161,6 +175,41 @@ def chosen_embed_model(app: App) -> str:
                              hint=f"Add -m MODEL (or -m {name}:MODEL).")
         return f"{name}:{model}"
     return app.catalog.resolve(model, app.output.warn) if model_explicit(app) else model
+
+
+def provider_of(model: str, profiles: Any) -> tuple[str, str]:
+    """(provider, model as that provider names it) of a recorded embedding model:
+    `work:MODEL` of a configured profile, `local:…` in this process, anything else Ollama."""
+    from localgpt_cli.llm.local import is_local
+
+    name, sep, rest = model.partition(":")
+    if is_local(model):
+        return "local", rest
+    if sep and rest and name in profiles:
+        return name, rest
+    return "ollama", model
+
+
+def recorded_model(app: App, coll: Any) -> str:
+    """`--provider NAME` without -m on a search: the question is embedded with the model the
+    collection was ingested with, so that model it is, when it is on NAME. Another
+    provider's model would make vectors that cannot be compared: one line saying which
+    provider:model the collection has and what to run instead (exit 2, the flag is wrong)."""
+    name, settings = str(app.embed_provider), app.settings
+    if name != "ollama" and name not in settings.profiles:
+        unknown_provider(settings, name, "--provider")
+    if coll.model is None:
+        raise UsageError(f"--provider {name} needs the embedding model too: collection "
+                         f"{coll.name!r} records none yet.", hint=f"Add -m MODEL (or -m "
+                         f"{name}:MODEL).")  # fmt: skip
+    provider, model = provider_of(coll.model, settings.profiles)
+    if provider != name:
+        raise UsageError(f"--provider {name}: collection {coll.name!r} was ingested with "
+                         f"{provider}:{model}, so {provider!r} must embed its questions too.",
+                         hint="Drop --provider (the collection's model is used), or re-ingest "
+                         f"it on {name}: localgpt ingest --force -C {coll.name} --provider "
+                         f"{name} -m MODEL PATH...")  # fmt: skip
+    return str(coll.model)
 
 
 def open_manifest(app: App) -> Any:

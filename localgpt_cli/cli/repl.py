@@ -8,8 +8,9 @@ if TYPE_CHECKING:
     from localgpt_cli.cli.turn import ChatTurns
 
 HELP = ("/new starts a new conversation, /remember keeps the last turn in memory (it never "
-        "fades), /tools [GROUP,…|all|none] shows or sets the tool groups, /exit (or Ctrl-D) "
-        "quits, Ctrl-C stops an answer.")
+        "fades), /tools [GROUP,…|all|none] shows or sets the tool groups, /model "
+        "[MODEL|PROFILE:MODEL] shows or switches the model, /exit (or Ctrl-D) quits, Ctrl-C "
+        "stops an answer.")
 
 
 def run_repl(turns: ChatTurns) -> None:
@@ -49,6 +50,9 @@ def run_repl(turns: ChatTurns) -> None:
 
             screen.note(repl_tools(turns, text[len("/tools"):].strip()))
             continue
+        if text.split()[0] == "/model":
+            screen.note(switch_model(turns, text[len("/model"):].strip()))
+            continue
         outcome = turns.run(turns.request(text, conversation_id=conversation_id))
         conversation_id = outcome.conversation_id or conversation_id
         if outcome.previews:
@@ -76,3 +80,37 @@ def remember(turns: ChatTurns, message_id: str | None) -> str:
         return "No turn to remember yet: ask something first."
     turns.store.update_metadata(message_id, {"important": True})
     return "Remembered: the last turn stays in this conversation's memory."
+
+
+def switch_model(turns: ChatTurns, arg: str) -> str:
+    """`/model` shows `provider:model`; `/model MODEL` switches the next turns to MODEL on
+    the current provider, `/model PROFILE:MODEL` (or `PROFILE:`, its default_model) to that
+    profile, as `chat -m` would. The answers stored afterwards carry the new provider and
+    model. A model or profile that does not exist changes nothing: the REPL says so in one
+    line and goes on with the model it had."""
+    from localgpt_cli.errors import LocalGPTError, ModelNotFound, OllamaUnreachable
+
+    app = turns.app
+    if not arg:
+        return f"Model: {app.settings.provider}:{turns.model}."
+    prefix, sep, rest = arg.partition(":")
+    profiles = app.settings.profiles
+    configured = ", ".join(dict.fromkeys(["ollama", *profiles]))
+    if sep and not rest and prefix not in profiles and prefix != "ollama":
+        return f"No provider profile {prefix!r}; configured: {configured}."
+    if sep and not rest and not getattr(profiles.get(prefix), "default_model", None):
+        return f"{prefix!r} has no default_model: name one, /model {prefix}:MODEL."
+    try:
+        with app.trial():
+            app.set_flag("model", arg)
+            app.set_flag("provider", app.settings.provider)  # `/model M` later stays on it
+            try:
+                model = app.catalog.show_resolved(app.settings.model, app.output.warn).name
+            except OllamaUnreachable:  # the next turn says so; the name stands as given
+                model = app.settings.model
+    except LocalGPTError as exc:
+        if isinstance(exc, ModelNotFound) and sep and prefix not in profiles:
+            return f"{exc} No provider profile {prefix!r} either; configured: {configured}."
+        return str(exc)
+    turns.model = model
+    return f"Model: {app.settings.provider}:{model} (from the next question on)."

@@ -44,15 +44,19 @@ def rerank_model_option(f: F) -> F:
 
 def open_target(app: App, collection: str | None = None) -> QueryTarget:
     """Open the collection to query, refusing an explicitly chosen model it was not built
-    with (its vectors would not be comparable)."""
-    from localgpt_cli.cli.kb import chosen_embed_model, model_explicit, open_store
+    with (its vectors would not be comparable); `--provider NAME` alone means the
+    collection's own model, when NAME serves it."""
+    from localgpt_cli.cli.kb import chosen_embed_model, model_explicit, open_store, recorded_model
     from localgpt_cli.rag.query import QueryTarget
 
     coll = open_store(app).collection(collection or app.settings.collection)
-    model = chosen_embed_model(app)
-    if model_explicit(app):
-        coll.check_model(model)
-    model = coll.model or model
+    if app.embed_provider is not None and not model_explicit(app):
+        model = recorded_model(app, coll)
+    else:
+        model = chosen_embed_model(app)
+        if model_explicit(app):
+            coll.check_model(model)
+        model = coll.model or model
     return QueryTarget(coll, model, app.embedder(model=model), rerank_judge(app))
 
 
@@ -62,7 +66,7 @@ def rerank_judge(app: App) -> Judge | None:
     Ollama serves no reranker) is one line before any search: exit 2 from the flag, 6 from
     the environment or config file."""
     from localgpt_cli.config import unknown_provider
-    from localgpt_cli.errors import InvalidInput, UsageError
+    from localgpt_cli.errors import setting_error
 
     settings = app.settings
     value = settings.values.get("rag.rerank_model")
@@ -70,20 +74,21 @@ def rerank_judge(app: App) -> Judge | None:
         return None
     flag = settings.sources.get("rag.rerank_model") == "flag"
     where = "--rerank-model" if flag else settings.named("rag.rerank_model")
-    error = UsageError if flag else InvalidInput
     name, _, model = str(value).partition(":")
     if not model:
-        raise error(f"{where} is {value!r}: a reranker is named PROFILE:MODEL.",
-                    hint="For example: --rerank-model work:bge-reranker-v2-m3.")  # fmt: skip
+        raise setting_error(where, f"{where} is {value!r}: a reranker is named PROFILE:MODEL.",
+                            hint="For example: --rerank-model work:bge-reranker-v2-m3.")
     profile = settings.profiles.get(name)
     if profile is None and name != "ollama":
         unknown_provider(settings, name, where)
     kind = profile.kind if profile else "ollama"
     if kind != "openai":
-        raise error(f"{where} names profile {name!r} of kind {kind!r}, which serves no "
-                    "reranker (Ollama has no rerank endpoint).",
-                    hint="Name a profile of kind \"openai\" whose server has /rerank "
-                         "(llama-server --reranking, vLLM, TEI, Jina).")  # fmt: skip
+        raise setting_error(
+            where, f"{where} names profile {name!r} of kind {kind!r}, which serves no "
+            "reranker (Ollama has no rerank endpoint).",
+            hint="Name a profile of kind \"openai\" whose server has /rerank "
+                 "(llama-server --reranking, vLLM, TEI, Jina).",
+        )  # fmt: skip
     from localgpt_cli.llm.rerank import relevance
 
     provider = app.provider(name)
@@ -160,8 +165,8 @@ def knowledge_base(app: App, required: bool | None) -> bool:
 
 def resolve_theta(app: App, theta: float | None) -> float:
     """The gate's strictness: --theta, else `rag.theta` from the config, else the default.
-    A config value outside 0-1 is a usage error like the flag's (exit 2)."""
-    from localgpt_cli.errors import UsageError
+    A config value outside 0-1 is invalid input (exit 6; the flag's range is click's)."""
+    from localgpt_cli.errors import setting_error
     from localgpt_cli.rag.gate import DEFAULT_THETA
 
     if theta is not None:
@@ -170,10 +175,10 @@ def resolve_theta(app: App, theta: float | None) -> float:
     if value is None:
         return DEFAULT_THETA
     if not 0.0 <= value <= 1.0:  # nan fails both comparisons
-        raise UsageError(f"rag.theta must be between 0 and 1 (got {value!r} from "
-                         f"{app.settings.named('rag.theta')}).",
-                         hint="0 keeps every passage the reranker kept, 1 only near-certain "
-                              "support.")  # fmt: skip
+        where = app.settings.named("rag.theta")
+        raise setting_error(where, f"rag.theta must be between 0 and 1 (got {value!r} from "
+                            f"{where}).", hint="0 keeps every passage the reranker kept, 1 "
+                            "only near-certain support.")  # fmt: skip
     return float(value)
 
 

@@ -21,6 +21,7 @@ Examples:
   localgpt search -C code --doc 3f2a9c "retry backoff"
   localgpt search --rerank-model rr:bge-reranker-v2-m3 --theta 0.3 "vpn keys"
   localgpt search --queries questions.txt -k 10 --json    # one process, many queries
+  localgpt search --provider work "vpn setup"  # the collection's work:MODEL embeds it
   printf 'vpn\nbackup\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
 
 \b

@@ -12,7 +12,7 @@ from typing import Any
 
 from localgpt_cli.cli.app import App
 from localgpt_cli.config import cache_dir
-from localgpt_cli.errors import UsageError
+from localgpt_cli.errors import InvalidInput, UsageError, setting_error
 
 SELECTION_LIMIT = 12
 SELECTION_TOP_K = 6
@@ -91,9 +91,9 @@ def parse_groups(value: str | None, where: str) -> tuple[bool, list[str] | None]
     names = [g.strip() for g in text.split(",") if g.strip()]
     bad = [g for g in names if not GROUP_NAME.match(g) or g in ("all", "none")]
     if bad or not names:
-        raise UsageError(f"{where}: {', '.join(map(repr, bad)) or repr(value)} is not a list of "
-                         "tool groups.", hint="Use GROUP,GROUP (see `localgpt tools list`), "
-                         "`all` or `none`.")
+        raise setting_error(where, f"{where}: {', '.join(map(repr, bad)) or repr(value)} is "
+                            "not a list of tool groups.", hint="Use GROUP,GROUP (see `localgpt "
+                            "tools list`), `all` or `none`.")
     return True, list(dict.fromkeys(names))
 
 
@@ -101,8 +101,8 @@ def check_groups(groups: list[str] | None, known: list[str], where: str) -> None
     """Refuse a group no enabled tool belongs to: a typo must not silently mean no tools."""
     unknown = [g for g in groups or () if g not in known]
     if unknown:
-        raise UsageError(f"Unknown tool group(s) for {where}: {', '.join(unknown)}.",
-                         hint=f"Groups: {', '.join(known)} (see `localgpt tools list`).")
+        raise setting_error(where, f"Unknown tool group(s) for {where}: {', '.join(unknown)}.",
+                            hint=f"Groups: {', '.join(known)} (see `localgpt tools list`).")
 
 
 def repl_tools(turns: Any, arg: str) -> str:
@@ -125,8 +125,8 @@ def repl_tools(turns: Any, arg: str) -> str:
                                     search=turns.search)
             known = list(dict.fromkeys(t.group for t in toolbox.tools))
         check_groups(groups, known, "/tools")
-    except UsageError as exc:
-        return f"{exc} {exc.hint or ''}".strip()
+    except (UsageError, InvalidInput) as exc:
+        return str(exc)
     if toolbox is not None:
         toolbox.groups = groups if on else []
         turns.toolbox = toolbox

@@ -42,8 +42,11 @@ class ReplScreen:
         self.console.print()
 
     def note(self, text: str) -> None:
-        """A short dimmed note, such as `New conversation.` or the help."""
-        self.console.print(f"[dim]{text}[/dim]")
+        """A short dimmed note, such as `New conversation.` or the help; its text is never
+        markup (a model's name or an error may hold brackets)."""
+        from rich.markup import escape
+
+        self.console.print(f"[dim]{escape(text)}[/dim]")
 
     def confirm(self, question: str) -> bool:
         """A y/N question at the prompt (anything but y or yes is no)."""

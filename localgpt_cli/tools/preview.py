@@ -36,7 +36,11 @@ PREVIEW_KINDS = ("command", "edit", "file")
 class Preview:
     """What a preview tool shows the user. `kind` is `command` (with `command`), `edit`
     (`path`, `diff` and the file's `sha256` when the diff was made) or `file` (`path`,
-    `text`); `explanation` is one line saying why. `id` is set when it is sent."""
+    `text`); `explanation` is one line saying why. `id` is set when it is sent.
+
+    `roots` are the absolute folders the tool call could touch: `localgpt apply` checks
+    the edit's file against them, not against whatever folder it happens to run in, so an
+    edit proposed in ~/proj can be applied from ~ and still never lands outside ~/proj."""
 
     kind: str
     command: str | None = None
@@ -45,6 +49,7 @@ class Preview:
     text: str | None = None
     explanation: str | None = None
     sha256: str | None = None
+    roots: list[str] | None = None
     id: str = ""
 
     def payload(self) -> dict[str, Any]:
@@ -74,7 +79,18 @@ def check_preview(value: Any, tool: str) -> Preview:
         field = getattr(value, name)
         if field is not None and (not isinstance(field, str) or "\x00" in field):
             raise ToolError(f"{tool} returned a preview whose {name} is not text without NUL bytes")
+    if value.roots is not None and not recorded_roots(value.roots):
+        raise ToolError(f"{tool} returned a preview whose roots are not absolute folders")
     return value
+
+
+def recorded_roots(value: Any) -> list[str] | None:
+    """A preview's `roots` when they are a non-empty list of absolute paths; else None
+    (a preview stored before roots were recorded, or a malformed one)."""
+    if not isinstance(value, list) or not value:
+        return None
+    ok = all(isinstance(r, str) and "\x00" not in r and Path(r).is_absolute() for r in value)
+    return list(value) if ok else None
 
 
 def preview_tools(roots: Sequence[Path | str], base: Path | str | None = None) -> list[Tool]:
@@ -103,7 +119,8 @@ def propose_edit(sandbox: Sandbox, path: str, diff: str, explanation: str = "") 
     if after == before:
         raise ToolError("the diff changes nothing in the file")
     return Preview("edit", path=str(real), diff=unified(path, before, after),
-                   explanation=" ".join(explanation.split()) or None, sha256=sha256(data))
+                   explanation=" ".join(explanation.split()) or None, sha256=sha256(data),
+                   roots=[str(root) for root in sandbox.roots])
 
 
 def _command_tool() -> Tool:
