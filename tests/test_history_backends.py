@@ -252,3 +252,30 @@ def test_the_postgres_backend_connects_as_the_pg_variables_say(standin, pg_url, 
     monkeypatch.setenv("PGPASSWORD", "wrong")
     r = invoke("history")
     assert r.exit_code == 77 and "wrong" not in r.stderr
+
+
+def test_reading_an_empty_database_needs_no_right_to_create_tables(
+        standin, isolated_env, pg_server, pg_url, monkeypatch):  # fmt: skip
+    """A read-only role (PostgreSQL 15 lets no one but the owner create in `public`) can
+    run the read-only commands on a database localgpt never wrote to: they find nothing,
+    as on a missing SQLite file, and create nothing. A write still says what is missing."""
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    from localgpt_cli.ids import new_id
+
+    role = "reader_" + new_id().lower()[:8]
+    pg_server.admin(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+    reader = pg_url.replace(f"{urlsplit(pg_url).username}:", f"{role}:", 1)
+    monkeypatch.setenv("LOCALGPT_HISTORY_URL", reader)
+    r = invoke("history", "list", "--json")
+    assert (r.exit_code, r.stdout) == (0, ""), r.stderr
+    r = invoke("history", "search", "--json", "anything")
+    assert (r.exit_code, r.stdout) == (0, ""), r.stderr
+    r = invoke("history", "show", "--json", "latest")
+    assert r.exit_code == 6 and "Traceback" not in r.stderr
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT to_regclass('localgpt_schema')").fetchone()[0] is None
+    r = invoke("chat", "hi")  # writing needs the tables: one line naming the refusal
+    assert r.exit_code == 77 and "permission denied" in r.stderr and PASSWORD not in r.stderr

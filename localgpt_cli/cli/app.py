@@ -147,7 +147,10 @@ class App:
         if backend == "postgres":
             from localgpt_cli.history.postgres import PostgresStore
 
-            store = PostgresStore.open(url or "postgresql://")
+            opened = PostgresStore.open_existing(url or "postgresql://", create=not readonly)
+            if opened is None:
+                return None  # nothing written there yet: as a missing SQLite file
+            store = opened
         else:
             from localgpt_cli.history.sqlite import SQLiteStore
 

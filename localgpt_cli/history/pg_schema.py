@@ -74,7 +74,7 @@ def too_new(where: str, version: int) -> InvalidInput:
     )
 
 
-def _version(conn: Any) -> int | None:
+def stored_version(conn: Any) -> int | None:
     """The stored version; None when localgpt has never written to this database."""
     exists = conn.execute("SELECT to_regclass('localgpt_schema')").fetchone()[0]
     if exists is None:
@@ -89,14 +89,14 @@ def migrate(conn: Any, where: str) -> None:
     Reads the version without a lock first, so the common case takes none; a newer
     version is refused before anything is written.
     """
-    version = _version(conn)
+    version = stored_version(conn)
     if version == SCHEMA_VERSION:
         return
     if version is not None and version > SCHEMA_VERSION:
         raise too_new(where, version)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        version = _version(conn)
+        version = stored_version(conn)
         if version is None:
             conn.execute("CREATE TABLE localgpt_schema (version integer NOT NULL)")
             conn.execute("INSERT INTO localgpt_schema VALUES (0)")

@@ -1,16 +1,16 @@
 """PostgresStore: the `Store` protocol on a PostgreSQL server, for a history a team shares.
 
-Chosen by `history.url = "postgresql://…"` (or LOCALGPT_HISTORY_URL); psycopg 3 comes
-with the `postgres` extra and is imported only here, when such a URL is opened. The
-credentials come from the URL or libpq's own PG* variables and .pgpass; they are
-never printed: every message names the server by `masked(url)`.
+Chosen by `history.url = "postgresql://…"` (or LOCALGPT_HISTORY_URL); psycopg 3 comes with the
+`postgres` extra and is imported only here, when such a URL is opened. The credentials come from
+the URL or libpq's own PG* variables and .pgpass; they are never printed: every message names the
+server by `masked(url)`.
 
-It keeps the SQLite store's behaviour (pg_schema.py has the tables): the same ids,
-seqs, titles, prefixes, search rule (textsearch.py) and export. Every write is one
-transaction; appending locks the conversation's row first (`FOR UPDATE`), so writers
-on several machines append to one conversation one after the other, with consecutive
-seqs and none lost. A server that cannot be reached is exit 3, refused credentials
-exit 77, each one line, and a failed transaction leaves nothing written.
+It keeps the SQLite store's behaviour (pg_schema.py has the tables): the same ids, seqs, titles,
+prefixes, search rule (textsearch.py) and export. Every write is one transaction; appending locks
+the conversation's row first (`FOR UPDATE`), so writers on several machines append to one
+conversation one after the other, with consecutive seqs and none lost. A server that cannot be
+reached is exit 3, refused credentials exit 77, each one line, and a failed transaction leaves
+nothing written.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from localgpt_cli.errors import (
@@ -37,7 +37,7 @@ from localgpt_cli.history import pg_rows as _rows
 from localgpt_cli.history import resolve as _resolve
 from localgpt_cli.history import search as _search
 from localgpt_cli.history import textsearch
-from localgpt_cli.history.pg_schema import migrate
+from localgpt_cli.history.pg_schema import migrate, stored_version
 from localgpt_cli.history.rows import dump, iso, title_from
 from localgpt_cli.history.schema import ROLES
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
@@ -128,6 +128,13 @@ class PostgresStore:
     @classmethod
     def open(cls, url: str, *, clock: Clock | None = None) -> PostgresStore:
         """Connect (bringing the schema up to date); errors as in the module docstring."""
+        return cast(PostgresStore, cls.open_existing(url, clock=clock, create=True))
+
+    @classmethod
+    def open_existing(cls, url: str, *, clock: Clock | None = None,
+                      create: bool = False) -> PostgresStore | None:  # fmt: skip
+        """`open`, but a database localgpt never wrote to is None (read-only commands), as
+        a missing SQLite file is: reading must not need the right to create tables."""
         where = masked(url)
         try:
             import psycopg
@@ -140,6 +147,9 @@ class PostgresStore:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
                                    application_name="localgpt")  # fmt: skip
             try:
+                if not create and stored_version(conn) is None:
+                    conn.close()
+                    return None
                 migrate(conn, where)
             except BaseException:
                 conn.close()
