@@ -142,3 +142,18 @@ def test_eval_with_a_reranker_the_server_lacks_fails_instead_of_measuring_withou
     (ndcg,) = [m for m in r.records() if m["name"] == "ndcg@10"]
     assert ndcg["value"] == 1.0 and ndcg["rerank"] == f"local + work:{RERANKER}"
     assert len(posts(server, "/v1/rerank")) == asked + 1  # one request per question
+
+
+def test_a_failing_reranker_in_keyword_mode_keeps_what_the_search_keeps_without_it(server):
+    # Keyword mode has no similarity for the gate, so without a reranker every passage the
+    # local reranker kept stays; a reranker that fails must leave exactly that.
+    args = ["search", "--json", "--mode", "keyword", "--theta", "0.5", "pump spring kitchen"]
+    r = invoke(*args)
+    assert r.exit_code == 0, r.stderr
+    alone = names(r.records())
+    assert len(alone) == 3
+    server.rerank_reply = {"data": []}
+    r = invoke(*args, "--rerank-model", f"work:{RERANKER}")
+    assert r.exit_code == 0, r.stderr
+    assert "The reranker failed" in r.stderr
+    assert names(r.records()) == alone

@@ -119,7 +119,8 @@ def fast_path(
 
         reranked = judge_candidates(reranked, query, judge, max(JUDGE_DEPTH, 2 * k), notes)
     kept, dropped = cut_candidates(reranked, k, threshold, mode)
-    if theta is not None and (mode != "keyword" or judge is not None):
+    judged = any(c.judged is not None for c in kept)  # False too when the judge failed
+    if theta is not None and (mode != "keyword" or judged):
         # Keyword mode has no similarity to judge by; a cross-encoder's score needs none.
         unjudged = [c for c in kept if c.judged is None]
         support(unjudged, scale or scale_for(None, threshold or 0.0), query)
