@@ -157,3 +157,15 @@ def test_a_failing_reranker_in_keyword_mode_keeps_what_the_search_keeps_without_
     assert r.exit_code == 0, r.stderr
     assert "The reranker failed" in r.stderr
     assert names(r.records()) == alone
+
+
+def test_eval_stops_at_the_reranker_s_first_failure(server, tmp_path):
+    # A reranker that is down would otherwise be asked (and waited for) once per question
+    # before eval reports it.
+    (tmp_path / "q.txt").write_text("pump bearing replace\ncoolant pump\nkitchen cleaning\n")
+    (tmp_path / "qrels.tsv").write_text("1\tb\t1\n2\ta\t1\n3\tc\t1\n")
+    r = invoke("eval", "--queries", str(tmp_path / "q.txt"), "--qrels",
+               str(tmp_path / "qrels.tsv"), "--mode", "hybrid,keyword",
+               "--rerank-model", "work:missing-reranker")  # fmt: skip
+    assert r.exit_code == 4, r.stderr
+    assert len(posts(server, "/v1/rerank")) == 1
