@@ -85,9 +85,9 @@ def rerank_judge(app: App) -> Judge | None:
     if kind != "openai":
         raise setting_error(
             where, f"{where} names profile {name!r} of kind {kind!r}, which serves no "
-            "reranker (Ollama has no rerank endpoint).",
+            "reranker (only an OpenAI-compatible server has a /rerank endpoint).",
             hint="Name a profile of kind \"openai\" whose server has /rerank "
-                 "(llama-server --reranking, vLLM, TEI, Jina).",
+                 "(llama-server --reranking, vLLM, Jina, Cohere).",
         )  # fmt: skip
     from localgpt_cli.llm.rerank import relevance
 

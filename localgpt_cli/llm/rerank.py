@@ -6,6 +6,9 @@ Ollama has no rerank endpoint; the servers that do (llama.cpp's `llama-server
     POST {base_url}/rerank  {"model", "query", "documents": [text, ...], "top_n"}
     -> {"results": [{"index": i, "relevance_score": x}, ...]}   (any order)
 
+Hugging Face TEI's `/rerank` is another wire (`texts` in, a bare list of `score`s out;
+llama.cpp answers in that form too when a request carries `texts`): not spoken here.
+
 A cross-encoder reads the question and the passage together, which is what the fast
 path's scores cannot do (rag/gate.py), so its score is what the gate should judge by.
 Servers differ in scale: Jina and Cohere send probabilities, llama.cpp the raw logit.
