@@ -169,3 +169,26 @@ def test_eval_stops_at_the_reranker_s_first_failure(server, tmp_path):
                "--rerank-model", "work:missing-reranker")  # fmt: skip
     assert r.exit_code == 4, r.stderr
     assert len(posts(server, "/v1/rerank")) == 1
+
+
+def test_eval_gives_the_reranker_as_many_passages_as_search_does(server, tmp_path):
+    # eval asks each mode for many passages (to rank 100 documents); the reranker must
+    # still see what search -k K would give it, or the figures measure another pipeline.
+    more = tmp_path / "more"
+    more.mkdir()
+    for i in range(40):
+        (more / f"pump{i:02d}.txt").write_text(f"Pump note {i}: the pump bearing {i} hums.\n")
+    r = invoke("ingest", "--json", "-m", f"work:{EMBED}", str(more))
+    assert r.exit_code == 0, r.stderr
+    (tmp_path / "q.txt").write_text("pump bearing replace\n")
+    (tmp_path / "qrels.tsv").write_text("1\tb\t1\n")
+    r = invoke("search", "--json", "-k", "3", "--theta", "0", "--rerank-model",
+               f"work:{RERANKER}", "pump bearing replace")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    (searched,) = posts(server, "/v1/rerank")
+    r = invoke("eval", "--queries", str(tmp_path / "q.txt"), "--qrels",
+               str(tmp_path / "qrels.tsv"), "--mode", "hybrid", "-k", "3",
+               "--rerank-model", f"work:{RERANKER}")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    asked = posts(server, "/v1/rerank")[1:]
+    assert asked and all(len(b["documents"]) == len(searched["documents"]) == 20 for b in asked)
