@@ -192,3 +192,12 @@ def test_eval_gives_the_reranker_as_many_passages_as_search_does(server, tmp_pat
     assert r.exit_code == 0, r.stderr
     asked = posts(server, "/v1/rerank")[1:]
     assert asked and all(len(b["documents"]) == len(searched["documents"]) == 20 for b in asked)
+
+
+def test_the_reranker_reads_a_title_once(server):
+    # Every document here is one line, which is its title too: a first chunk already opens
+    # with its title, so the passage sent is the text alone (as the embedder gets it).
+    r = invoke("search", "--json", "--rerank-model", f"work:{RERANKER}", "pump bearing")
+    assert r.exit_code == 0, r.stderr
+    (body,) = posts(server, "/v1/rerank")
+    assert sorted(body["documents"]) == sorted(DOCS.values())
