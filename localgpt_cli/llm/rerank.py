@@ -22,18 +22,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from localgpt_cli.errors import InvalidInput, ModelError
+from localgpt_cli.errors import ModelError
 
 
 def relevance(provider: Any, model: str, query: str, documents: Sequence[str]) -> list[float]:
     """Each document's relevance to `query` in 0..1, in the documents' order: one request
-    to an OpenAI-kind profile's server (llm/openai.py's errors: exit 3, 4, 77...)."""
-    if not hasattr(provider, "request"):
-        raise InvalidInput(
-            f"Provider {getattr(provider, 'name', 'ollama')!r} serves no reranker (only "
-            "OpenAI-compatible servers have a /rerank endpoint).",
-            hint="Name a model on an openai-kind profile: --rerank-model PROFILE:MODEL.",
-        )
+    to an OpenAI-kind profile's server (llm/openai.py's errors: exit 3, 4, 77...). Only
+    such a profile gets here: cli/retrieval.rerank_judge refuses the others."""
     if not documents:
         return []
     body = {"model": model, "query": query, "documents": list(documents),
