@@ -201,3 +201,16 @@ def test_the_reranker_reads_a_title_once(server):
     assert r.exit_code == 0, r.stderr
     (body,) = posts(server, "/v1/rerank")
     assert sorted(body["documents"]) == sorted(DOCS.values())
+
+
+def test_chat_refuses_a_bad_reranker_name_with_no_knowledge_base_too(standin, isolated_env):
+    # As with --theta: the flag is checked before the model is asked, not only when a
+    # collection happens to exist (else a typo passes silently until one does).
+    r = invoke("chat", "--rerank-model", "reranker", "hi")
+    assert r.exit_code == 2, r.stderr
+    assert "--rerank-model" in r.stderr and "PROFILE:MODEL" in r.stderr
+    write_config(isolated_env, '[rag]\nrerank_model = "ollama:bge"\n')
+    r = invoke("chat", "hi")
+    assert r.exit_code == 6, r.stderr
+    assert "rerank_model in" in r.stderr and "serves no reranker" in r.stderr
+    assert standin.chat_requests() == []

@@ -61,10 +61,23 @@ def open_target(app: App, collection: str | None = None) -> QueryTarget:
 
 
 def rerank_judge(app: App) -> Judge | None:
-    """The reranker `--rerank-model` / `rag.rerank_model` names (PROFILE:MODEL), bound to
-    its profile's server, or None. A name that cannot work (no profile, an Ollama one:
-    Ollama serves no reranker) is one line before any search: exit 2 from the flag, 6 from
-    the environment or config file."""
+    """The reranker `--rerank-model` / `rag.rerank_model` names, bound to its profile's
+    server, or None."""
+    named = rerank_model(app)
+    if named is None:
+        return None
+    from localgpt_cli.llm.rerank import relevance
+
+    name, model = named
+    provider = app.provider(name)
+    return lambda query, documents: relevance(provider, model, query, documents)
+
+
+def rerank_model(app: App) -> tuple[str, str] | None:
+    """(profile, model) of the reranker `--rerank-model` / `rag.rerank_model` names
+    (PROFILE:MODEL), or None. A name that cannot work (no profile, an Ollama one: Ollama
+    serves no reranker) is one line before any search, and before chat asks its model
+    even when no knowledge base is searched: exit 2 from the flag, 6 from the config."""
     from localgpt_cli.config import unknown_provider
     from localgpt_cli.errors import setting_error
 
@@ -89,10 +102,7 @@ def rerank_judge(app: App) -> Judge | None:
             hint="Name a profile of kind \"openai\" whose server has /rerank "
                  "(llama-server --reranking, vLLM, Jina, Cohere).",
         )  # fmt: skip
-    from localgpt_cli.llm.rerank import relevance
-
-    provider = app.provider(name)
-    return lambda query, documents: relevance(provider, model, query, documents)
+    return name, model
 
 
 def query_collection(
