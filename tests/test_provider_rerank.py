@@ -214,3 +214,17 @@ def test_chat_refuses_a_bad_reranker_name_with_no_knowledge_base_too(standin, is
     assert r.exit_code == 6, r.stderr
     assert "rerank_model in" in r.stderr and "serves no reranker" in r.stderr
     assert standin.chat_requests() == []
+
+
+def test_search_queries_stops_asking_a_reranker_that_failed(server, tmp_path):
+    # As with a failed embedding: one warning, and the other questions are not sent to a
+    # server that just failed (one that hangs would be waited for once per question).
+    server.rerank_reply = {"data": []}
+    (tmp_path / "q.txt").write_text("pump bearing replace\ncoolant pump\nkitchen cleaning\n")
+    r = invoke("search", "--json", "--queries", str(tmp_path / "q.txt"), "--rerank-model",
+               f"work:{RERANKER}")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert {h["query_id"] for h in r.records() if h.get("type", "hit") == "hit"} == {
+        "1", "2", "3"}
+    assert r.stderr.count("The reranker failed") == 1
+    assert len(posts(server, "/v1/rerank")) == 1

@@ -143,16 +143,14 @@ def eval_command(
 
 def _strict(judge: Judge | None) -> tuple[Judge | None, list[Exception]]:
     """`judge`, recording its failures: search falls back to the local order when the
-    reranker fails, which eval must not do silently. After the first failure it is not
-    asked again (a server that is down would be waited for once per question)."""
+    reranker fails, which eval must not do silently (nor is a failed reranker asked
+    again: cli/retrieval.rerank_judge)."""
     failures: list[Exception] = []
     if judge is None:
         return None, failures
     inner = judge
 
     def strict(query: str, documents: Sequence[str]) -> list[float]:
-        if failures:
-            raise failures[0]
         try:
             return inner(query, documents)
         except Exception as exc:

@@ -62,15 +62,28 @@ def open_target(app: App, collection: str | None = None) -> QueryTarget:
 
 def rerank_judge(app: App) -> Judge | None:
     """The reranker `--rerank-model` / `rag.rerank_model` names, bound to its profile's
-    server, or None."""
+    server, or None. Once it has failed it is not asked again by this command's queries,
+    as a failed embedding is not (rag/query.py): the first failure is raised for each."""
     named = rerank_model(app)
     if named is None:
         return None
+    from localgpt_cli.errors import LocalGPTError
     from localgpt_cli.llm.rerank import relevance
 
     name, model = named
     provider = app.provider(name)
-    return lambda query, documents: relevance(provider, model, query, documents)
+    failed: list[LocalGPTError] = []
+
+    def judge(query: str, documents: Sequence[str]) -> list[float]:
+        if failed:
+            raise failed[0]
+        try:
+            return relevance(provider, model, query, documents)
+        except LocalGPTError as exc:
+            failed.append(exc)
+            raise
+
+    return judge
 
 
 def rerank_model(app: App) -> tuple[str, str] | None:
