@@ -36,9 +36,9 @@ def rerank_model_option(f: F) -> F:
     return click.option(
         "--rerank-model", metavar="PROFILE:MODEL", callback=_set_rerank_model,
         expose_value=False,
-        help="Re-score the first 20 candidates with a reranker a provider serves (a "
-             "cross-encoder behind /rerank); the gate then keeps a passage when its "
-             "relevance reaches θ [default: rag.rerank_model, none].",
+        help="Re-score the first 20 candidates (at least 2k) with a reranker a provider "
+             "serves (a cross-encoder behind /rerank); the gate then keeps a passage when "
+             "its relevance reaches θ [default: rag.rerank_model, none].",
     )(f)  # fmt: skip
 
 
