@@ -142,3 +142,89 @@ def test_eval_with_a_reranker_the_server_lacks_fails_instead_of_measuring_withou
     (ndcg,) = [m for m in r.records() if m["name"] == "ndcg@10"]
     assert ndcg["value"] == 1.0 and ndcg["rerank"] == f"local + work:{RERANKER}"
     assert len(posts(server, "/v1/rerank")) == asked + 1  # one request per question
+
+
+def test_a_failing_reranker_in_keyword_mode_keeps_what_the_search_keeps_without_it(server):
+    # Keyword mode has no similarity for the gate, so without a reranker every passage the
+    # local reranker kept stays; a reranker that fails must leave exactly that.
+    args = ["search", "--json", "--mode", "keyword", "--theta", "0.5", "pump spring kitchen"]
+    r = invoke(*args)
+    assert r.exit_code == 0, r.stderr
+    alone = names(r.records())
+    assert len(alone) == 3
+    server.rerank_reply = {"data": []}
+    r = invoke(*args, "--rerank-model", f"work:{RERANKER}")
+    assert r.exit_code == 0, r.stderr
+    assert "The reranker failed" in r.stderr
+    assert names(r.records()) == alone
+
+
+def test_eval_stops_at_the_reranker_s_first_failure(server, tmp_path):
+    # A reranker that is down would otherwise be asked (and waited for) once per question
+    # before eval reports it.
+    (tmp_path / "q.txt").write_text("pump bearing replace\ncoolant pump\nkitchen cleaning\n")
+    (tmp_path / "qrels.tsv").write_text("1\tb\t1\n2\ta\t1\n3\tc\t1\n")
+    r = invoke("eval", "--queries", str(tmp_path / "q.txt"), "--qrels",
+               str(tmp_path / "qrels.tsv"), "--mode", "hybrid,keyword",
+               "--rerank-model", "work:missing-reranker")  # fmt: skip
+    assert r.exit_code == 4, r.stderr
+    assert len(posts(server, "/v1/rerank")) == 1
+
+
+def test_eval_gives_the_reranker_as_many_passages_as_search_does(server, tmp_path):
+    # eval asks each mode for many passages (to rank 100 documents); the reranker must
+    # still see what search -k K would give it, or the figures measure another pipeline.
+    more = tmp_path / "more"
+    more.mkdir()
+    for i in range(40):
+        (more / f"pump{i:02d}.txt").write_text(f"Pump note {i}: the pump bearing {i} hums.\n")
+    r = invoke("ingest", "--json", "-m", f"work:{EMBED}", str(more))
+    assert r.exit_code == 0, r.stderr
+    (tmp_path / "q.txt").write_text("pump bearing replace\n")
+    (tmp_path / "qrels.tsv").write_text("1\tb\t1\n")
+    r = invoke("search", "--json", "-k", "3", "--theta", "0", "--rerank-model",
+               f"work:{RERANKER}", "pump bearing replace")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    (searched,) = posts(server, "/v1/rerank")
+    r = invoke("eval", "--queries", str(tmp_path / "q.txt"), "--qrels",
+               str(tmp_path / "qrels.tsv"), "--mode", "hybrid", "-k", "3",
+               "--rerank-model", f"work:{RERANKER}")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    asked = posts(server, "/v1/rerank")[1:]
+    assert asked and all(len(b["documents"]) == len(searched["documents"]) == 20 for b in asked)
+
+
+def test_the_reranker_reads_a_title_once(server):
+    # Every document here is one line, which is its title too: a first chunk already opens
+    # with its title, so the passage sent is the text alone (as the embedder gets it).
+    r = invoke("search", "--json", "--rerank-model", f"work:{RERANKER}", "pump bearing")
+    assert r.exit_code == 0, r.stderr
+    (body,) = posts(server, "/v1/rerank")
+    assert sorted(body["documents"]) == sorted(DOCS.values())
+
+
+def test_chat_refuses_a_bad_reranker_name_with_no_knowledge_base_too(standin, isolated_env):
+    # As with --theta: the flag is checked before the model is asked, not only when a
+    # collection happens to exist (else a typo passes silently until one does).
+    r = invoke("chat", "--rerank-model", "reranker", "hi")
+    assert r.exit_code == 2, r.stderr
+    assert "--rerank-model" in r.stderr and "PROFILE:MODEL" in r.stderr
+    write_config(isolated_env, '[rag]\nrerank_model = "ollama:bge"\n')
+    r = invoke("chat", "hi")
+    assert r.exit_code == 6, r.stderr
+    assert "rerank_model in" in r.stderr and "serves no reranker" in r.stderr
+    assert standin.chat_requests() == []
+
+
+def test_search_queries_stops_asking_a_reranker_that_failed(server, tmp_path):
+    # As with a failed embedding: one warning, and the other questions are not sent to a
+    # server that just failed (one that hangs would be waited for once per question).
+    server.rerank_reply = {"data": []}
+    (tmp_path / "q.txt").write_text("pump bearing replace\ncoolant pump\nkitchen cleaning\n")
+    r = invoke("search", "--json", "--queries", str(tmp_path / "q.txt"), "--rerank-model",
+               f"work:{RERANKER}")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert {h["query_id"] for h in r.records() if h.get("type", "hit") == "hit"} == {
+        "1", "2", "3"}
+    assert r.stderr.count("The reranker failed") == 1
+    assert len(posts(server, "/v1/rerank")) == 1

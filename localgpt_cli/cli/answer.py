@@ -51,7 +51,7 @@ def answer_flags(command: Callable[..., Any]) -> Callable[..., Any]:
 def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     """The pipeline the flags and the `rag.*` settings ask for; contradictions are usage
     errors here, before any model is called."""
-    from localgpt_cli.cli.retrieval import resolve_theta
+    from localgpt_cli.cli.retrieval import rerank_model, resolve_theta
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
 
     values = app.settings.values
@@ -75,6 +75,7 @@ def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     # One θ for both gates, checked here even when no knowledge base will be asked; None
     # lets the model gate keep its own default.
     resolve_theta(app, flags.theta)
+    rerank_model(app)  # likewise the provider's reranker
     theta = values.get("rag.theta") if flags.theta is None else flags.theta
     return AnswerOptions(pipeline=pipeline, reranker=flags.reranker, gate=flags.gate,
                          condense=condense, theta=theta, stage_timeout=timeout)

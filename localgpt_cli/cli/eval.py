@@ -95,6 +95,7 @@ def eval_command(
     """Measure retrieval quality (nDCG, recall, MRR) on labelled questions."""
     from localgpt_cli.cli.retrieval import open_target
     from localgpt_cli.rag.evaluate import score_run
+    from localgpt_cli.rag.gate import judge_depth
     from localgpt_cli.rag.query import resolve_threshold
 
     asked = _modes(modes) if modes is not None else None
@@ -124,11 +125,13 @@ def eval_command(
     items = [(q.text, v) for q, v in zip(scored, vectors, strict=True)]
     depth = max(k, MIN_DEPTH)
     judge, failures = _strict(target.judge)
+    # The reranker sees what `search -k K` gives it, although each mode fetches more.
+    options = {"rerank": rerank, "judge": judge, "judge_depth": judge_depth(k)}
     rows = []
     for mode in wanted:
         start = time.perf_counter()
         rankings = document_rankings(coll, items, mode=mode, depth=depth, threshold=limit,
-                                     rerank=rerank, judge=judge)  # fmt: skip
+                                     **options)  # fmt: skip
         if failures:  # figures labelled with the reranker must come from it
             raise failures[0]
         seconds = time.perf_counter() - start
@@ -140,7 +143,8 @@ def eval_command(
 
 def _strict(judge: Judge | None) -> tuple[Judge | None, list[Exception]]:
     """`judge`, recording its failures: search falls back to the local order when the
-    reranker fails, which eval must not do silently."""
+    reranker fails, which eval must not do silently (nor is a failed reranker asked
+    again: cli/retrieval.rerank_judge)."""
     failures: list[Exception] = []
     if judge is None:
         return None, failures

@@ -36,9 +36,9 @@ def rerank_model_option(f: F) -> F:
     return click.option(
         "--rerank-model", metavar="PROFILE:MODEL", callback=_set_rerank_model,
         expose_value=False,
-        help="Re-score the first 20 candidates with a reranker a provider serves (a "
-             "cross-encoder behind /rerank); the gate then keeps a passage when its "
-             "relevance reaches θ [default: rag.rerank_model, none].",
+        help="Re-score the first 20 candidates (at least 2k) with a reranker a provider "
+             "serves (a cross-encoder behind /rerank); the gate then keeps a passage when "
+             "its relevance reaches θ [default: rag.rerank_model, none].",
     )(f)  # fmt: skip
 
 
@@ -61,10 +61,36 @@ def open_target(app: App, collection: str | None = None) -> QueryTarget:
 
 
 def rerank_judge(app: App) -> Judge | None:
-    """The reranker `--rerank-model` / `rag.rerank_model` names (PROFILE:MODEL), bound to
-    its profile's server, or None. A name that cannot work (no profile, an Ollama one:
-    Ollama serves no reranker) is one line before any search: exit 2 from the flag, 6 from
-    the environment or config file."""
+    """The reranker `--rerank-model` / `rag.rerank_model` names, bound to its profile's
+    server, or None. Once it has failed it is not asked again by this command's queries,
+    as a failed embedding is not (rag/query.py): the first failure is raised for each."""
+    named = rerank_model(app)
+    if named is None:
+        return None
+    from localgpt_cli.errors import LocalGPTError
+    from localgpt_cli.llm.rerank import relevance
+
+    name, model = named
+    provider = app.provider(name)
+    failed: list[LocalGPTError] = []
+
+    def judge(query: str, documents: Sequence[str]) -> list[float]:
+        if failed:
+            raise failed[0]
+        try:
+            return relevance(provider, model, query, documents)
+        except LocalGPTError as exc:
+            failed.append(exc)
+            raise
+
+    return judge
+
+
+def rerank_model(app: App) -> tuple[str, str] | None:
+    """(profile, model) of the reranker `--rerank-model` / `rag.rerank_model` names
+    (PROFILE:MODEL), or None. A name that cannot work (no profile, an Ollama one: Ollama
+    serves no reranker) is one line before any search, and before chat asks its model
+    even when no knowledge base is searched: exit 2 from the flag, 6 from the config."""
     from localgpt_cli.config import unknown_provider
     from localgpt_cli.errors import setting_error
 
@@ -85,14 +111,11 @@ def rerank_judge(app: App) -> Judge | None:
     if kind != "openai":
         raise setting_error(
             where, f"{where} names profile {name!r} of kind {kind!r}, which serves no "
-            "reranker (Ollama has no rerank endpoint).",
+            "reranker (only an OpenAI-compatible server has a /rerank endpoint).",
             hint="Name a profile of kind \"openai\" whose server has /rerank "
-                 "(llama-server --reranking, vLLM, TEI, Jina).",
+                 "(llama-server --reranking, vLLM, Jina, Cohere).",
         )  # fmt: skip
-    from localgpt_cli.llm.rerank import relevance
-
-    provider = app.provider(name)
-    return lambda query, documents: relevance(provider, model, query, documents)
+    return name, model
 
 
 def query_collection(

@@ -39,8 +39,8 @@ words in the title), then the gate drops passages that do not address the questi
 --theta 0 keeps all the reranker kept, 1 only near-certain support (default: rag.theta
 in the config, else 0.15). A question nothing in the collection answers gets no hits.
 --rerank-model PROFILE:MODEL adds a cross-encoder a provider serves (behind /rerank):
-it re-scores the first 20 candidates, and the gate keeps a passage when that relevance
-reaches --theta.
+it re-scores the first 20 candidates (at least 2k), and the gate keeps a passage when
+that relevance reaches --theta.
 --json records carry each stage's score: scores.vector, bm25, fused, rerank,
 provider_rerank, gate.
 

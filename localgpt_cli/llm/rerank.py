@@ -6,6 +6,9 @@ Ollama has no rerank endpoint; the servers that do (llama.cpp's `llama-server
     POST {base_url}/rerank  {"model", "query", "documents": [text, ...], "top_n"}
     -> {"results": [{"index": i, "relevance_score": x}, ...]}   (any order)
 
+Hugging Face TEI's `/rerank` is another wire (`texts` in, a bare list of `score`s out;
+llama.cpp answers in that form too when a request carries `texts`): not spoken here.
+
 A cross-encoder reads the question and the passage together, which is what the fast
 path's scores cannot do (rag/gate.py), so its score is what the gate should judge by.
 Servers differ in scale: Jina and Cohere send probabilities, llama.cpp the raw logit.
@@ -19,18 +22,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from localgpt_cli.errors import InvalidInput, ModelError
+from localgpt_cli.errors import ModelError
 
 
 def relevance(provider: Any, model: str, query: str, documents: Sequence[str]) -> list[float]:
     """Each document's relevance to `query` in 0..1, in the documents' order: one request
-    to an OpenAI-kind profile's server (llm/openai.py's errors: exit 3, 4, 77...)."""
-    if not hasattr(provider, "request"):
-        raise InvalidInput(
-            f"Provider {getattr(provider, 'name', 'ollama')!r} serves no reranker (only "
-            "OpenAI-compatible servers have a /rerank endpoint).",
-            hint="Name a model on an openai-kind profile: --rerank-model PROFILE:MODEL.",
-        )
+    to an OpenAI-kind profile's server (llm/openai.py's errors: exit 3, 4, 77...). Only
+    such a profile gets here: cli/retrieval.rerank_judge refuses the others."""
     if not documents:
         return []
     body = {"model": model, "query": query, "documents": list(documents),

@@ -93,6 +93,12 @@ def _clip(x: float) -> float:
     return min(max(x, 0.0), 1.0)
 
 
+def judge_depth(k: int) -> int:
+    """How many candidates a provider's reranker re-scores for a top k: at least twice k,
+    so it can bring up a passage the local reranker put just below the cut."""
+    return max(JUDGE_DEPTH, 2 * k)
+
+
 def fast_path(
     ranked: list[Candidate],
     query: str,
@@ -104,12 +110,14 @@ def fast_path(
     scale: tuple[float, float] | None = None,
     judge: Judge | None = None,
     notes: list[str] | None = None,
+    depth: int | None = None,
 ) -> tuple[list[Hit], list[Dropped]]:
     """Reranker -> [provider's reranker] -> threshold -> gate over one query's fused
     candidates: the top k hits, and what was dropped on the way from the fused top k
     (stage and reason each). With a `judge` (a cross-encoder, judge.py) the gate keeps a
-    passage when its relevance reaches θ; a judge that fails leaves a line in `notes` and
-    the local scores stand."""
+    passage when its relevance reaches θ; it re-scores the first `depth` candidates (else
+    judge_depth(k)). A judge that fails leaves a line in `notes` and the local scores
+    stand."""
     from localgpt_cli.rag.rerank import rerank
 
     fused_top = ranked[:k]
@@ -117,9 +125,10 @@ def fast_path(
     if judge is not None:
         from localgpt_cli.rag.judge import judge_candidates
 
-        reranked = judge_candidates(reranked, query, judge, max(JUDGE_DEPTH, 2 * k), notes)
+        reranked = judge_candidates(reranked, query, judge, depth or judge_depth(k), notes)
     kept, dropped = cut_candidates(reranked, k, threshold, mode)
-    if theta is not None and (mode != "keyword" or judge is not None):
+    judged = any(c.judged is not None for c in kept)  # False too when the judge failed
+    if theta is not None and (mode != "keyword" or judged):
         # Keyword mode has no similarity to judge by; a cross-encoder's score needs none.
         unjudged = [c for c in kept if c.judged is None]
         support(unjudged, scale or scale_for(None, threshold or 0.0), query)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from localgpt_cli.errors import LocalGPTError
 from localgpt_cli.rag.fusion import Candidate
+from localgpt_cli.rag.titles import embed_body
 from localgpt_cli.rag.types import Judge
 
 
 def passage(c: Candidate) -> str:
-    """What the cross-encoder reads: the title (when the document has one), then the text."""
-    chunk = c.row.chunk
-    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+    """What the cross-encoder reads: what the embedder read (the document's title, then the
+    text; the title once when the chunk already opens with it)."""
+    return embed_body(c.row.chunk.title, c.row.chunk.text)
 
 
 def judge_candidates(candidates: list[Candidate], query: str, judge: Judge, depth: int,

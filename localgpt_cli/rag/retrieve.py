@@ -138,6 +138,7 @@ def search_many(
     parts: Sequence[str] | None = None,
     gate_scale: tuple[float, float] | None = None,
     judge: Judge | None = None,
+    judge_depth: int | None = None,
 ) -> list[SearchResult]:
     """`search` for many queries over one open table, results in query order.
 
@@ -148,7 +149,8 @@ def search_many(
     `rerank="local"` re-scores the fused candidates (rerank.py; `parts` picks its parts,
     for the benchmark's ablations), and `theta` gates the top k (gate.py; None: no gate)
     on the embedding model's cosine scale `gate_scale` (gate.scale_for), or by the
-    relevance a provider's reranker (`judge`, judge.py) gives the first candidates.
+    relevance a provider's reranker (`judge`, judge.py) gives the first candidates
+    (`judge_depth` of them, else gate.judge_depth(k)).
     """
     from localgpt_cli.rag.rerank import PARTS
 
@@ -164,6 +166,7 @@ def search_many(
         theta,
         gate_scale,
         judge,
+        judge_depth,
     )
     searcher = _Searcher(collection, options)
     results: list[SearchResult] = []
@@ -184,6 +187,7 @@ class _Options:
     theta: float | None = None  # the gate's strictness; None = no gate
     scale: tuple[float, float] | None = None  # the gate's (floor, near-certain) cosines
     judge: Judge | None = None  # a provider's reranker (judge.py); None = none
+    judge_depth: int | None = None  # candidates it re-scores; None = gate.judge_depth(k)
 
 
 @dataclass
@@ -318,7 +322,7 @@ class _Searcher:
 
         hits, dropped = fast_path(ranked, plan.text, opts.k, opts.threshold, plan.mode_used,
                                   opts.parts, opts.theta, opts.scale, opts.judge,
-                                  plan.warnings)  # fmt: skip
+                                  plan.warnings, opts.judge_depth)  # fmt: skip
         return SearchResult(hits, plan.mode_used, plan.warnings, dropped)
 
 
