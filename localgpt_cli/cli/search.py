@@ -22,7 +22,7 @@ Examples:
   localgpt search --rerank-model rr:bge-reranker-v2-m3 --theta 0.3 "vpn keys"
   localgpt search --queries questions.txt -k 10 --json    # one process, many queries
   localgpt search --provider work "vpn setup"  # the collection's work:MODEL embeds it
-  printf 'vpn\nbackup\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
+  printf 'vpn\\nbackup\\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
 
 \b
 hybrid (default) fuses vector and full-text results by reciprocal rank; it falls back to
