@@ -61,7 +61,7 @@ def embed_model_option(f: F) -> F:
         expose_value=False,
         callback=lambda ctx, _p, value: setattr(ctx.ensure_object(App), "embed_provider", value),
         help="Provider profile whose server embeds ([providers.NAME]; default: Ollama); "
-        "without -m, a search uses the collection's model when NAME serves it.",
+        "search and eval without -m use the collection's model when NAME serves it.",
     )(f)
     return click.option(
         "-m",

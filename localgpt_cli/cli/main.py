@@ -101,8 +101,8 @@ Examples:
 
 \b
 Exit codes: 0 ok, 1 internal error, 2 usage, 3 Ollama unreachable,
-4 model not found, 5 partial failure, 6 invalid input, 75 locked, 130 interrupted,
-141 stdout closed by its reader.
+4 model not found, 5 partial failure, 6 invalid input, 75 locked or rate limited,
+77 credentials refused, 130 interrupted, 141 stdout closed by its reader.
 """
 
 

@@ -37,8 +37,8 @@ def rerank_model_option(f: F) -> F:
         "--rerank-model", metavar="PROFILE:MODEL", callback=_set_rerank_model,
         expose_value=False,
         help="Re-score the first 20 candidates (at least 2k) with a reranker a provider "
-             "serves (a cross-encoder behind /rerank); the gate then keeps a passage when "
-             "its relevance reaches θ [default: rag.rerank_model, none].",
+             "serves (a cross-encoder behind /rerank); search's and chat's gate then keep a "
+             "passage when its relevance reaches θ [default: rag.rerank_model, none].",
     )(f)  # fmt: skip
 
 
