@@ -11,31 +11,14 @@ gate's off-topic test.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from tests import cranfield
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "clickdocs"
 
 
-def load_corpus() -> list[tuple[str, str, str]]:
-    """Every document as `(doc_id, title, text)`, in file order."""
-    docs = []
-    with (DATA_DIR / "corpus.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                record = json.loads(line)
-                docs.append((record["_id"], record["title"], record["text"]))
-    return docs
-
-
 def write_corpus_files(dest_dir: str | Path) -> list[Path]:
-    """One `<doc_id>.txt` per document (title, blank line, docstring) for `localgpt ingest`;
-    the stem is the dotted name the qrels use."""
-    dest = Path(dest_dir)
-    dest.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for doc_id, title, text in load_corpus():
-        path = dest / f"{doc_id}.txt"
-        path.write_text(f"{title}\n\n{text}\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+    """One `<doc_id>.txt` per document (title, blank line, docstring) for `localgpt ingest`,
+    as Cranfield's are written; the stem is the dotted name the qrels use."""
+    return cranfield.write_corpus_files(dest_dir, DATA_DIR)

@@ -14,10 +14,11 @@ from pathlib import Path
 DATA_DIR = Path(__file__).resolve().parent / "data" / "cranfield"
 
 
-def load_corpus() -> list[tuple[str, str, str]]:
-    """Every document as `(doc_id, title, text)`, in file order (1,398 documents)."""
+def load_corpus(data_dir: Path = DATA_DIR) -> list[tuple[str, str, str]]:
+    """Every document as `(doc_id, title, text)`, in file order (1,398 documents); another
+    collection in the same layout (tests/clickdocs.py) from `data_dir`."""
     docs = []
-    with (DATA_DIR / "corpus.jsonl").open(encoding="utf-8") as f:
+    with (data_dir / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 record = json.loads(line)
@@ -56,7 +57,7 @@ def document_text(title: str, text: str) -> str:
     return f"{title}\n\n{text}\n"
 
 
-def write_corpus_files(dest_dir: str | Path) -> list[Path]:
+def write_corpus_files(dest_dir: str | Path, data_dir: Path = DATA_DIR) -> list[Path]:
     """Write one `<doc_id>.txt` per document into `dest_dir`, for `localgpt ingest`.
 
     The file name stem is the document id, so a qrels `doc` resolves by file name.
@@ -64,8 +65,23 @@ def write_corpus_files(dest_dir: str | Path) -> list[Path]:
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     paths = []
-    for doc_id, title, text in load_corpus():
+    for doc_id, title, text in load_corpus(data_dir):
         path = dest / f"{doc_id}.txt"
         path.write_text(document_text(title, text), encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def write_slice(folder: Path, queries: list[str]) -> set[str]:
+    """The documents judged for `queries` plus as many unjudged ones spread over the
+    collection, as files in `folder` (a slice small enough to embed in a test); returns
+    the judged ids."""
+    qrels = load_qrels()
+    wanted = {doc for q in queries for doc in qrels[q]}
+    others = [d for d, _, _ in load_corpus() if d not in wanted]
+    chosen = wanted | set(others[:: len(others) // len(wanted)][: len(wanted)])
+    folder.mkdir()
+    for doc_id, title, text in load_corpus():
+        if doc_id in chosen:
+            (folder / f"{doc_id}.txt").write_text(document_text(title, text))
+    return wanted

@@ -95,20 +95,6 @@ def need_model() -> None:
         unavailable(reason)
 
 
-def write_slice(folder: Path) -> None:
-    """The documents judged for SLICE_QUERIES and as many others, as Cranfield files."""
-    from tests.cranfield import document_text, load_corpus, load_qrels
-
-    qrels = load_qrels()
-    wanted = {doc for q in SLICE_QUERIES for doc in qrels[q]}
-    others = [d for d, _, _ in load_corpus() if d not in wanted]
-    chosen = wanted | set(others[:: len(others) // len(wanted)][: len(wanted)])
-    folder.mkdir()
-    for doc_id, title, text in load_corpus():
-        if doc_id in chosen:
-            (folder / f"{doc_id}.txt").write_text(document_text(title, text))
-
-
 @pytest.mark.slow
 def test_gate_rates_and_reranker_on_real_data(standin, tmp_path, isolated_env):
     """Cranfield (a slice) and click's docs with the real all-MiniLM-L6-v2: questions
@@ -121,11 +107,12 @@ def test_gate_rates_and_reranker_on_real_data(standin, tmp_path, isolated_env):
     from tests.bench.rerank import gate_rates, judged, labelled
     from tests.clickdocs import DATA_DIR as CLICK
     from tests.clickdocs import write_corpus_files
+    from tests.cranfield import write_slice
     from tests.embedder import shared_embedder
 
     embedder = shared_embedder()
     standin.set_embedder("all-minilm:latest", embedder.embed)
-    write_slice(tmp_path / "cranfield")
+    write_slice(tmp_path / "cranfield", SLICE_QUERIES)
     write_corpus_files(tmp_path / "clickdocs")
     for name in ("cranfield", "clickdocs"):
         r = invoke("ingest", "-m", "all-minilm", "-C", name, str(tmp_path / name))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import invoke
-from tests.cranfield import DATA_DIR, document_text, load_corpus, load_qrels, load_queries
+from tests.cranfield import DATA_DIR, load_qrels, load_queries, write_slice
 from tests.requires import unavailable
 
 # Keyword mode measures 0.372 with the default 800/120 chunks (0.357 at 500/80; SOURCE.md's
@@ -44,20 +44,6 @@ def test_keyword_ndcg_on_all_of_cranfield(standin, tmp_path):
                str(DATA_DIR / "qrels.tsv"), "--mode", "keyword")  # fmt: skip
     assert m["keyword", "ndcg@10"] >= KEYWORD_FLOOR, m
     assert m["keyword", "recall@100"] >= 0.65, m
-
-
-def write_slice(folder: Path, queries: list[str]) -> set[str]:
-    """The documents judged for `queries` plus as many unjudged ones spread over the
-    collection, as files; returns the judged ids."""
-    qrels = load_qrels()
-    wanted = {doc for q in queries for doc in qrels[q]}
-    others = [d for d, _, _ in load_corpus() if d not in wanted]
-    chosen = wanted | set(others[:: len(others) // len(wanted)][: len(wanted)])
-    folder.mkdir()
-    for doc_id, title, text in load_corpus():
-        if doc_id in chosen:
-            (folder / f"{doc_id}.txt").write_text(document_text(title, text))
-    return wanted
 
 
 @pytest.mark.slow
