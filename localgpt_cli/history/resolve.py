@@ -9,7 +9,7 @@ so a prefix is ambiguous, unknown or empty in the same words everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message
@@ -17,6 +17,7 @@ from localgpt_cli.ids import normalize_prefix
 
 # How many candidates an ambiguous prefix lists.
 CANDIDATES_SHOWN = 10
+Row = TypeVar("Row", ConversationSummary, Message)
 
 
 def resolve(
@@ -44,23 +45,9 @@ def resolve(
         raise InvalidInput(
             "the conversation id is empty.", hint="Give an id, a prefix of one, or `latest`."
         )
-    prefix = normalize_prefix(text)
-    rows = [] if prefix is None else list(starting_with(prefix, CANDIDATES_SHOWN + 1))
-    if not rows:
-        raise NotFound(
-            f"no conversation has an id starting with {text!r}.",
-            hint="`localgpt history` lists them.",
-        )
-    if len(rows) > 1:
-        shown = rows[:CANDIDATES_SHOWN]
-        listed = "; ".join(f"{c.id} ({c.title or 'untitled'})" for c in shown)
-        more = ", and more" if len(rows) > CANDIDATES_SHOWN else ""
-        raise AmbiguousId(
-            f"conversation id {text!r} is ambiguous: it starts {listed}{more}.",
-            candidates=[c.id for c in shown],
-            hint="Give more characters of the id.",
-        )
-    return get(rows[0].id)
+    found = _one(text, starting_with, "conversation", "`localgpt history` lists them.",
+                 lambda c: c.title or "untitled")  # fmt: skip
+    return get(found.id)
 
 
 def resolve_message(
@@ -76,17 +63,25 @@ def resolve_message(
     where = "`localgpt history show ID --json` lists a conversation's messages with their ids."
     if not text:
         raise InvalidInput("the message id is empty.", hint=where)
+    return _one(text, starting_with, "message", where,
+                lambda m: f"{m.role}: {_preview(m.content)}")  # fmt: skip
+
+
+def _one(text: str, starting_with: Callable[[str, int], Sequence[Row]], kind: str,
+         hint: str, describe: Callable[[Row], str]) -> Row:  # fmt: skip
+    """The one row whose id starts with `text`: NotFound when none does, AmbiguousId when
+    several do, listing them (newest first) with `describe` so a person can pick."""
     prefix = normalize_prefix(text)
     rows = [] if prefix is None else list(starting_with(prefix, CANDIDATES_SHOWN + 1))
     if not rows:
-        raise NotFound(f"no message has an id starting with {text!r}.", hint=where)
+        raise NotFound(f"no {kind} has an id starting with {text!r}.", hint=hint)
     if len(rows) > 1:
         shown = rows[:CANDIDATES_SHOWN]
-        listed = "; ".join(f"{m.id} ({m.role}: {_preview(m.content)})" for m in shown)
+        listed = "; ".join(f"{r.id} ({describe(r)})" for r in shown)
         more = ", and more" if len(rows) > CANDIDATES_SHOWN else ""
         raise AmbiguousId(
-            f"message id {text!r} is ambiguous: it starts {listed}{more}.",
-            candidates=[m.id for m in shown],
+            f"{kind} id {text!r} is ambiguous: it starts {listed}{more}.",
+            candidates=[r.id for r in shown],
             hint="Give more characters of the id.",
         )
     return rows[0]
