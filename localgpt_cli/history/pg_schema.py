@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localgpt_cli.errors import InvalidInput
-from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.schema import ROLES, too_new
 
 # pg_advisory_xact_lock key for migrations: "LGPT" as in schema.APPLICATION_ID.
 MIGRATION_LOCK = 0x4C475054
@@ -65,15 +64,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def too_new(where: str, version: int) -> InvalidInput:
-    """The refusal for a database written by a newer localgpt."""
-    return InvalidInput(
-        f"history database {where} has schema version {version}, newer than this localgpt "
-        f"knows ({SCHEMA_VERSION}); it was left unchanged.",
-        hint="Upgrade localgpt to use it.",
-    )
-
-
 def stored_version(conn: Any) -> int | None:
     """The stored version; None when localgpt has never written to this database."""
     exists = conn.execute("SELECT to_regclass('localgpt_schema')").fetchone()[0]
@@ -93,7 +83,7 @@ def migrate(conn: Any, where: str) -> None:
     if version == SCHEMA_VERSION:
         return
     if version is not None and version > SCHEMA_VERSION:
-        raise too_new(where, version)
+        raise too_new(where, version, SCHEMA_VERSION)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         version = stored_version(conn)
@@ -102,7 +92,7 @@ def migrate(conn: Any, where: str) -> None:
             conn.execute("INSERT INTO localgpt_schema VALUES (0)")
             version = 0
         if version > SCHEMA_VERSION:
-            raise too_new(where, version)
+            raise too_new(where, version, SCHEMA_VERSION)
         for step in MIGRATIONS[version:]:
             for statement in step:
                 conn.execute(statement)

@@ -93,11 +93,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def too_new(path: Path, version: int) -> InvalidInput:
-    """The refusal for a database written by a newer localgpt."""
+def too_new(where: Path | str, version: int, known: int = SCHEMA_VERSION) -> InvalidInput:
+    """The refusal for a database written by a newer localgpt (`known`: the newest version
+    this one writes, SQLite's by default; pg_schema.py passes PostgreSQL's)."""
     return InvalidInput(
-        f"history database {path} has schema version {version}, newer than this localgpt "
-        f"knows ({SCHEMA_VERSION}); it was left unchanged.",
+        f"history database {where} has schema version {version}, newer than this localgpt "
+        f"knows ({known}); it was left unchanged.",
         hint="Upgrade localgpt to use it.",
     )
 
