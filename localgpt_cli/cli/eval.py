@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.kb import THRESHOLD, collection_options, embed_model_option
 from localgpt_cli.cli.retrieval import rerank_model_option
-
-if TYPE_CHECKING:
-    from localgpt_cli.rag.types import Judge
 
 EPILOG = """\b
 Examples:
@@ -124,7 +120,7 @@ def eval_command(
     limit = resolve_threshold(target, threshold)
     items = [(q.text, v) for q, v in zip(scored, vectors, strict=True)]
     depth = max(k, MIN_DEPTH)
-    judge, failures = _strict(target.judge)
+    judge = target.judge
     # The reranker sees what `search -k K` gives it, although each mode fetches more.
     options = {"rerank": rerank, "judge": judge, "judge_depth": judge_depth(k)}
     rows = []
@@ -132,32 +128,14 @@ def eval_command(
         start = time.perf_counter()
         rankings = document_rankings(coll, items, mode=mode, depth=depth, threshold=limit,
                                      **options)  # fmt: skip
-        if failures:  # figures labelled with the reranker must come from it
-            raise failures[0]
+        failed = getattr(judge, "failed", None)
+        if failed is not None:  # figures labelled with the reranker must come from it
+            raise failed
         seconds = time.perf_counter() - start
         by_query = {q.id: r for q, r in zip(scored, rankings, strict=True)}
         rows.append((mode, score_run(by_query, judgements, k), seconds))
     named = app.settings.values.get("rag.rerank_model")
     _show(app, coll.name, rows, f"{rerank} + {named}" if judge else rerank)
-
-
-def _strict(judge: Judge | None) -> tuple[Judge | None, list[Exception]]:
-    """`judge`, recording its failures: search falls back to the local order when the
-    reranker fails, which eval must not do silently (nor is a failed reranker asked
-    again: cli/retrieval.rerank_judge)."""
-    failures: list[Exception] = []
-    if judge is None:
-        return None, failures
-    inner = judge
-
-    def strict(query: str, documents: Sequence[str]) -> list[float]:
-        try:
-            return inner(query, documents)
-        except Exception as exc:
-            failures.append(exc)
-            raise
-
-    return strict, failures
 
 
 def _read_labels(queries_file: str, qrels_file: str) -> tuple[list[Any], Any, str, str]:

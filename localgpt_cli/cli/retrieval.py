@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from localgpt_cli.cli.app import App, Finite
+from localgpt_cli.errors import LocalGPTError
 
 if TYPE_CHECKING:
     from localgpt_cli.kernel.grounding import Retrieved
     from localgpt_cli.rag.query import QueryTarget, Warn
     from localgpt_cli.rag.retrieve import SearchResult
-    from localgpt_cli.rag.types import Hit, Judge
+    from localgpt_cli.rag.types import Hit
 
 # --theta: the gate's strictness (rag/gate.py); outside 0-1 (or nan) is a usage error.
 THETA = Finite(0.0, 1.0)
@@ -60,30 +61,36 @@ def open_target(app: App, collection: str | None = None) -> QueryTarget:
     return QueryTarget(coll, model, app.embedder(model=model), rerank_judge(app))
 
 
-def rerank_judge(app: App) -> Judge | None:
-    """The reranker `--rerank-model` / `rag.rerank_model` names, bound to its profile's
-    server, or None. Once it has failed it is not asked again by this command's queries,
-    as a failed embedding is not (rag/query.py): the first failure is raised for each."""
+class ProviderReranker:
+    """The reranker `--rerank-model` names, bound to its profile's server. Once it has
+    failed it is not asked again by this command's queries, as a failed embedding is not
+    (rag/query.py): the first failure is raised for each, and `failed` tells eval, which
+    must not measure without it."""
+
+    def __init__(self, provider: Any, model: str) -> None:
+        self.provider = provider
+        self.model = model
+        self.failed: LocalGPTError | None = None
+
+    def __call__(self, query: str, documents: Sequence[str]) -> list[float]:
+        from localgpt_cli.llm.rerank import relevance
+
+        if self.failed is not None:
+            raise self.failed
+        try:
+            return relevance(self.provider, self.model, query, documents)
+        except LocalGPTError as exc:
+            self.failed = exc
+            raise
+
+
+def rerank_judge(app: App) -> ProviderReranker | None:
+    """The reranker `--rerank-model` / `rag.rerank_model` names, or None."""
     named = rerank_model(app)
     if named is None:
         return None
-    from localgpt_cli.errors import LocalGPTError
-    from localgpt_cli.llm.rerank import relevance
-
     name, model = named
-    provider = app.provider(name)
-    failed: list[LocalGPTError] = []
-
-    def judge(query: str, documents: Sequence[str]) -> list[float]:
-        if failed:
-            raise failed[0]
-        try:
-            return relevance(provider, model, query, documents)
-        except LocalGPTError as exc:
-            failed.append(exc)
-            raise
-
-    return judge
+    return ProviderReranker(app.provider(name), model)
 
 
 def rerank_model(app: App) -> tuple[str, str] | None:
