@@ -189,3 +189,18 @@ def test_ctrl_c_at_the_apply_question_answers_no_and_the_repl_goes_on(
     assert (work / "notes.md").read_text() == NOTES
     assert questions(standin)[-1] == "are you there?"
     assert sorted(p.name for p in work.iterdir()) == ["notes.md"]
+
+
+def test_a_history_file_that_cannot_be_opened_leaves_a_working_repl(standin, repl) -> None:
+    """A folder where the history file goes: one line saying so, the REPL works."""
+    (Path(os.environ["LOCALGPT_HOME"]) / "repl_history").mkdir()
+    standin.script(Reply(content="Works anyway."))
+    term = repl()
+    screen = term.wait_for("Questions are not kept for later sessions")
+    assert "Is a directory: " in screen and "Traceback" not in screen
+    term.type("still asking")
+    term.keys("Enter")
+    term.wait_for("Works anyway.")
+    term.keys("C-d")
+    assert term.wait() == 0
+    assert stored() == [[("user", "still asking"), ("assistant", "Works anyway.")]]

@@ -68,6 +68,7 @@ class LineEditor:
             key_bindings=self._keys(),
             prompt_continuation="... ",
             color_depth=None if color else ColorDepth.MONOCHROME,
+            enable_suspend=True,  # Ctrl-Z suspends, as it did on the plain terminal
         )
 
     def _keys(self) -> KeyBindings:

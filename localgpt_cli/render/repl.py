@@ -38,9 +38,20 @@ class ReplScreen:
         self.console = output.console()
         self.editor: Any = None
         if _editing_terminal(output):
-            from localgpt_cli.render.line_editor import LineEditor
+            self.editor = self._editor(commands, history_path, output.use_color)
 
-            self.editor = LineEditor(commands, history_path, color=output.use_color)
+    def _editor(self, commands: Sequence[str], history_path: Path | None, color: bool) -> Any:
+        """The line editor; when its history file cannot be opened (a read-only data
+        folder, a folder in its place) the REPL still runs, keeping this session's lines
+        only, and says so once."""
+        from localgpt_cli.render.line_editor import LineEditor
+
+        try:
+            return LineEditor(commands, history_path, color=color)
+        except OSError as exc:
+            self.note(f"Questions are not kept for later sessions: {exc.strerror}: "
+                      f"{history_path}. Check that folder.")
+            return LineEditor(commands, None, color=color)
 
     def greet(self, model: str, help_text: str) -> None:
         """The first line: which model answers, and the commands."""
