@@ -204,3 +204,22 @@ def test_a_history_file_that_cannot_be_opened_leaves_a_working_repl(standin, rep
     term.keys("C-d")
     assert term.wait() == 0
     assert stored() == [[("user", "still asking"), ("assistant", "Works anyway.")]]
+
+
+def test_an_earlier_history_file_is_narrowed_to_0600_and_up_recalls_its_last_line(
+    standin, repl
+) -> None:
+    history = Path(os.environ["LOCALGPT_HOME"]) / "repl_history"
+    history.write_text("\n# 2026-01-01 10:00:00\n+older question\n\n# 2026-01-02 10:00:00\n"
+                       "+last question\n+on two lines\n")
+    history.chmod(0o644)
+    standin.script(Reply(content="Recalled."))
+    term = repl()
+    assert history.stat().st_mode & 0o777 == 0o600
+    term.keys("Up")
+    term.wait_for("... on two lines")
+    term.keys("Enter")
+    term.wait_for("Recalled.")
+    term.keys("C-d")
+    assert term.wait() == 0
+    assert questions(standin) == ["last question\non two lines"]
