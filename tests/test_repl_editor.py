@@ -56,6 +56,7 @@ def test_a_pasted_stack_trace_is_one_question(standin, repl) -> None:
     term.paste(TRACE)
     term.keys("Enter")
     term.wait_for("A NameError.")
+    term.at_prompt()
     term.type("/exit")
     term.keys("Enter")
     assert term.wait() == 0
@@ -70,13 +71,13 @@ def test_a_15007_character_paste_arrives_whole_and_arrow_keys_edit(standin, repl
     term.paste(long_line)
     term.keys("Enter")
     term.wait_for("Long one.", timeout=60)
+    term.at_prompt()
     term.type("abc")
     term.keys("Left", "Left")
     term.type("X")
     term.keys("Enter")
     term.wait_for("Edited.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert questions(standin) == [long_line, "aXbc"]
     (conversation,) = stored()
     assert len(conversation[0][1]) == 15007 and conversation[0][1] == long_line
@@ -92,8 +93,7 @@ def test_history_is_kept_across_sessions_in_a_private_file_and_ctrl_r_finds_it(
     term.type("what is the capital of Peru?")
     term.keys("Enter")
     term.wait_for("Lima.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     history = Path(os.environ["LOCALGPT_HOME"]) / "repl_history"
     assert history.stat().st_mode & 0o777 == 0o600
     assert "what is the capital of Peru?" in history.read_text()
@@ -105,8 +105,7 @@ def test_history_is_kept_across_sessions_in_a_private_file_and_ctrl_r_finds_it(
     term.keys("Enter")  # leaves the search with the line found
     term.keys("Enter")  # sends it
     term.wait_for("Lima again.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert questions(standin) == ["what is the capital of Peru?"] * 2
     assert [c[0] for c in stored()] == [("user", "what is the capital of Peru?")] * 2
 
@@ -117,8 +116,7 @@ def test_no_save_writes_no_history_file(standin, repl) -> None:
     term.type("a private question")
     term.keys("Enter")
     term.wait_for("Kept nowhere.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert questions(standin) == ["a private question"]
     assert not (Path(os.environ["LOCALGPT_HOME"]) / "repl_history").exists()
     assert stored() == []
@@ -141,8 +139,7 @@ def test_tab_completes_a_command_and_esc_enter_makes_one_multi_line_question(
     term.type("third line")
     term.keys("Escape", "Enter")  # sends the three lines
     term.wait_for("Two lines read.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert questions(standin) == ["first line\nsecond line\nthird line"]
 
 
@@ -154,8 +151,7 @@ def test_an_unknown_command_is_an_error_listing_the_commands(standin, repl) -> N
     assert ("Unknown command /foo: nothing was sent. Commands: /help, /new, /remember, "
             "/tools, /model, /exit.") in screen
     assert ">>> /foo bar" in screen and ">>>:" not in screen  # the prompt, as typed at
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert standin.chat_requests() == []
     assert stored() == []
 
@@ -180,12 +176,11 @@ def test_ctrl_c_at_the_apply_question_answers_no_and_the_repl_goes_on(
     term.wait_for("[y/N]")
     term.keys("C-c")
     term.wait_for("Not applied")
-    term.wait_for(">>>", count=2)
+    term.at_prompt()
     term.type("are you there?")
     term.keys("Enter")
     term.wait_for("Still here.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert (work / "notes.md").read_text() == NOTES
     assert questions(standin)[-1] == "are you there?"
     assert sorted(p.name for p in work.iterdir()) == ["notes.md"]
@@ -201,8 +196,7 @@ def test_a_history_file_that_cannot_be_opened_leaves_a_working_repl(standin, rep
     term.type("still asking")
     term.keys("Enter")
     term.wait_for("Works anyway.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert stored() == [[("user", "still asking"), ("assistant", "Works anyway.")]]
 
 
@@ -220,6 +214,5 @@ def test_an_earlier_history_file_is_narrowed_to_0600_and_up_recalls_its_last_lin
     term.wait_for("... on two lines")
     term.keys("Enter")
     term.wait_for("Recalled.")
-    term.keys("C-d")
-    assert term.wait() == 0
+    assert term.quit() == 0
     assert questions(standin) == ["last question\non two lines"]

@@ -61,6 +61,24 @@ class Tmux:
             time.sleep(0.2)
         raise AssertionError(f"{text!r} (x{count}) not on the screen:\n{self.screen()[-3000:]}")
 
+    def at_prompt(self, prompt: str = ">>>", timeout: float = 30) -> None:
+        """Wait until the last line on the screen is an empty prompt: the answer is over
+        and the editor reads keys again (a Ctrl-D typed while an answer streams goes to
+        the terminal's line discipline, which drops it when the editor takes over)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = [line for line in self.screen().splitlines() if line.strip()]
+            if lines and lines[-1].strip() == prompt:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"no empty {prompt!r} prompt:\n{self.screen()[-3000:]}")
+
+    def quit(self) -> int:
+        """Ctrl-D at the next empty prompt; the exit code."""
+        self.at_prompt()
+        self.keys("C-d")
+        return self.wait()
+
     def keys(self, *keys: str) -> None:
         """tmux key names: `Enter`, `Left`, `C-r`, `Tab`, `Escape`, `C-c`, `C-d`."""
         self._tmux("send-keys", *keys)

@@ -49,7 +49,7 @@ class ReplScreen:
         try:
             return LineEditor(commands, history_path, color=color)
         except OSError as exc:
-            self.note(f"Questions are not kept for later sessions: {exc.strerror}: "
+            self.note(f"Questions are not kept for later sessions: {exc.strerror or exc}: "
                       f"{history_path}. Check that folder.")
             return LineEditor(commands, None, color=color)
 
