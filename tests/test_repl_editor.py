@@ -6,6 +6,7 @@ commands and Ctrl-C at the apply question. Each checks what was sent and stored.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,23 @@ def test_an_earlier_history_file_is_narrowed_to_0600_and_up_recalls_its_last_lin
     term.wait_for("Recalled.")
     assert term.quit() == 0
     assert questions(standin) == ["last question\non two lines"]
+
+
+def test_a_dumb_terminal_reads_plain_lines_at_the_same_prompt(standin, tmp_path: Path) -> None:
+    """TERM=dumb (Emacs's shell): no editor draws; lines are read as typed, at `>>> `."""
+    standin.script(Reply(content="Plain."))
+    term = Tmux(tmp_path, argv=["env", "TERM=dumb", sys.executable, "-m", "localgpt_cli",
+                                "chat"])
+    try:
+        term.wait_for(">>>")
+        term.type("hello there")
+        term.keys("Enter")
+        screen = term.wait_for("Plain.")
+        assert ">>> hello there" in screen and ">>>:" not in screen
+        term.at_prompt()
+        term.keys("C-d")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert questions(standin) == ["hello there"]
+    assert not (Path(os.environ["LOCALGPT_HOME"]) / "repl_history").exists()
