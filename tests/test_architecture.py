@@ -1,7 +1,8 @@
 """The house rules of the package (issue 14), read from the source with `ast`.
 
 Why a test: layers only stay layers if a change that crosses one fails at once. The rules:
-the kernel imports neither click nor rich; only `render/` imports rich; only `rag/store/`
+the kernel imports neither click nor rich; only `render/` imports rich and prompt_toolkit
+(the REPL's line editor); only `rag/store/`
 imports lancedb; only `llm/` imports ollama or an HTTP client (httpx, requests, urllib3),
 with the exceptions listed in `HTTP_EXCEPTIONS`; no import cycle between the package's
 modules; no module over 400 lines; no function over 60 lines except the data tables in
@@ -66,6 +67,7 @@ IMPORT_RULES = (
     Rule("only render/ imports rich", ("rich",), owner="render/"),
     Rule("only rag/store/ imports lancedb", ("lancedb",), owner="rag/store/"),
     Rule("only history/ imports psycopg", ("psycopg",), owner="history/"),
+    Rule("only render/ imports prompt_toolkit", ("prompt_toolkit",), owner="render/"),
     Rule(
         "only llm/ imports ollama or an HTTP client",
         HTTP_CLIENTS,

@@ -10,7 +10,13 @@ if TYPE_CHECKING:
 HELP = ("/new starts a new conversation, /remember keeps the last turn in memory (it never "
         "fades), /tools [GROUP,…|all|none] shows or sets the tool groups, /model "
         "[MODEL|PROFILE:MODEL] shows or switches the model, /exit (or Ctrl-D) quits, Ctrl-C "
-        "stops an answer.")
+        "stops an answer. Esc Enter (Alt-Enter) starts a multi-line message: Enter adds "
+        "lines, Esc Enter sends it. Ctrl-R searches earlier questions, Tab completes a "
+        "command.")
+
+# The REPL's commands, in the order the unknown-command error lists them (Tab completes
+# each); the aliases after /exit quit too.
+COMMANDS = ("/help", "/new", "/remember", "/tools", "/model", "/exit", "/quit", "/bye", "/?")
 
 
 def run_repl(turns: ChatTurns) -> None:
@@ -18,7 +24,8 @@ def run_repl(turns: ChatTurns) -> None:
     last answer was stored in, until /new starts another."""
     from localgpt_cli.render.repl import ReplScreen
 
-    screen = ReplScreen(turns.app.output)
+    history = turns.app.settings.home_dir / "repl_history" if turns.kept else None
+    screen = ReplScreen(turns.app.output, COMMANDS, history)
     screen.greet(turns.model, HELP)
     conversation_id = turns.conversation_id
     last_answer = _last_answer(turns)  # the message id /remember marks
@@ -53,6 +60,10 @@ def run_repl(turns: ChatTurns) -> None:
         if text.split()[0] == "/model":
             screen.note(switch_model(turns, text[len("/model"):].strip()))
             continue
+        if unknown_command(text):
+            screen.error(f"Unknown command {text.split()[0]}: nothing was sent. Commands: "
+                         f"{', '.join(COMMANDS[:6])}.")
+            continue
         outcome = turns.run(turns.request(text, conversation_id=conversation_id))
         conversation_id = outcome.conversation_id or conversation_id
         if outcome.previews:
@@ -60,6 +71,14 @@ def run_repl(turns: ChatTurns) -> None:
 
             offer_edits(screen, outcome.previews, kept=turns.kept)
         last_answer = outcome.message_id or last_answer
+
+
+def unknown_command(text: str) -> bool:
+    """Whether `text` starts with a slash word that is no command (`/foo`): a typo that
+    should not reach the model and the history. A path (`/etc/hosts is …`) has a second
+    slash in its first word and is asked as written."""
+    word = text.split()[0]
+    return word.startswith("/") and "/" not in word[1:] and word not in COMMANDS
 
 
 def _last_answer(turns: ChatTurns) -> str | None:
