@@ -191,8 +191,9 @@ def _terminal_approval() -> Any:
 
     def approve(name: str, arguments: dict[str, Any]) -> bool:
         from localgpt_cli.render.chat import tool_line
+        from localgpt_cli.render.terminal import visible
 
-        tty.write(f"Run {tool_line(name, arguments)}? [y/N] ".encode())
+        tty.write(f"Run {visible(tool_line(name, arguments))}? [y/N] ".encode())
         answer = tty.readline().decode(errors="replace").strip().lower()
         return answer in ("y", "yes")
 
