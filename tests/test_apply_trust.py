@@ -199,3 +199,19 @@ def test_on_a_terminal_apply_shows_the_diff_and_asks(
         assert sorted(p.name for p in chat_dir.iterdir()) == ["notes.md"]
     else:
         assert b"Applied " + preview["id"].encode() in screen
+
+
+def test_the_repl_makes_the_same_checks_before_asking(standin, chat_dir: Path) -> None:
+    """At the REPL a refused edit (here a read-only file) is said at once, never asked
+    about: `y` could not be typed into a write that apply would refuse."""
+    target = chat_dir / "notes.md"
+    target.chmod(0o444)
+    standin.script(Reply(tool_calls=[{"name": "propose_edit",
+                                      "arguments": {"path": "notes.md", "diff": DIFF}}],
+                         offered_only=True), Reply(content="Here it is."))  # fmt: skip
+    code, screen = run_on_pty(["chat"], cwd=chat_dir, env={"NO_COLOR": "1"}, timeout=90,
+                              answers=[(b">>>", b"change the port\r"),
+                                       (b"Not applied: ", b"/exit\r")])  # fmt: skip
+    assert code == 0, screen[-1500:]
+    assert b"is read-only (mode 0444)" in screen and b"[y/N]" not in screen
+    assert target.read_text() == NOTES and stat.S_IMODE(target.stat().st_mode) == 0o444
