@@ -123,3 +123,15 @@ def test_visible_shows_each_control_as_less_does(text: str, shown: str) -> None:
     from localgpt_cli.render.terminal import visible
 
     assert visible(text) == shown
+
+
+def test_a_preview_panel_shows_the_commands_controls(standin) -> None:
+    command = "printf '\x1b]0;CMD\x07' # \x1b[2K"
+    standin.script(Reply(tool_calls=[{"name": "propose_command",
+                                      "arguments": {"command": command,
+                                                    "explanation": "x \x1b[41m y"}}],
+                         offered_only=True), Reply(content="Shown."))  # fmt: skip
+    screen = pty("chat", "show me")
+    assert b"^[]0;CMD" in screen and b"^[[2K" in screen and b"x ^[[41m y" in screen
+    last = invoke("history", "last-preview")  # a pipe: the exact command, for eval
+    assert last.stdout == command + "\n"
