@@ -32,8 +32,8 @@ class Preview:
     `text`); `explanation` is one line saying why. `id` is set when it is sent.
 
     `roots` are the absolute folders the tool call could touch: `localgpt apply` checks
-    the edit's file against them, not against whatever folder it happens to run in, so an
-    edit proposed in ~/proj can be applied from ~ and still never lands outside ~/proj."""
+    the edit's file against them as well as against the folder it runs in, so an edit
+    proposed in ~/proj can be applied from ~ and still never lands outside ~/proj."""
 
     kind: str
     command: str | None = None
