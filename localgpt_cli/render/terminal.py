@@ -88,6 +88,11 @@ def _console_class() -> type:
     from rich.segment import Segment
 
     class SafeConsole(Console):
+        def render_str(self, text: str, **options: Any) -> Any:
+            # Made visible before layout too, so that a table or a wrapped line measures
+            # `^[` as the two cells it takes (the buffer below catches everything else).
+            return super().render_str(visible(text) if self.is_terminal else text, **options)
+
         def _render_buffer(self, buffer: Any) -> str:
             if not self.is_terminal:  # a pipe keeps the bytes
                 return super()._render_buffer(buffer)
