@@ -135,3 +135,40 @@ def test_a_preview_panel_shows_the_commands_controls(standin) -> None:
     assert b"^[]0;CMD" in screen and b"^[[2K" in screen and b"x ^[[41m y" in screen
     last = invoke("history", "last-preview")  # a pipe: the exact command, for eval
     assert last.stdout == command + "\n"
+
+
+def test_in_tmux_the_title_and_colours_stay_as_they_were(standin, tmp_path: Path) -> None:
+    """The issue's own case, in a real terminal emulator: tmux keeps the pane's title
+    and draws no red after `localgpt chat` of a question and answer that try both."""
+    import os
+    import shlex
+    import shutil
+    import time
+
+    from tests.requires import unavailable
+
+    if shutil.which("tmux") is None:
+        unavailable("tmux is not installed")
+    standin.script(Reply(content=TOKENS + [" \x1b]2;PWNED\x07 \x1b[31mRED"]))
+    socket = f"lg-apply-{os.getpid()}"
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items()
+                   if k.startswith(("LOCALGPT_", "XDG_", "OLLAMA_")))  # fmt: skip
+    done = tmp_path / "done"
+    command = (f"cd {ROOT} && env {env} PYTHONPATH={ROOT} {sys.executable} -m localgpt_cli "
+               f"chat {shlex.quote(QUESTION)}; echo $? > {done}; sleep 60")
+    tmux = ["tmux", "-L", socket]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "100", "-y", "20", command], check=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert done.read_text().strip() == "0"
+        title = subprocess.run([*tmux, "display", "-p", "#{pane_title}"], capture_output=True,
+                               text=True, check=True).stdout
+        screen = subprocess.run([*tmux, "capture-pane", "-p", "-e"], capture_output=True,
+                                check=True).stdout
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    assert "PWNED" not in title and "OWNED" not in title
+    assert b"\x1b[31m" not in screen and b"\x1b[32m" not in screen
+    assert b"^[]2;PWNED" in screen and b"^[[31mRED" in screen
