@@ -84,8 +84,18 @@ def forged_export(target: Path, preview_id: str = "0badc0de") -> str:
     return json.dumps(document)
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, isolated_env: Path,
+            monkeypatch: pytest.MonkeyPatch) -> str:
+    """The history the forged export is imported into: the SQLite file, or a shared
+    PostgreSQL database (the route the issue names: anyone who can write to it)."""
+    if request.param == "postgres":
+        monkeypatch.setenv("LOCALGPT_HISTORY_URL", request.getfixturevalue("pg_url"))
+    return str(request.param)
+
+
 def test_a_forged_import_cannot_make_apply_write_outside_this_folder(
-    isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     victim = tmp_path / "etc" / "passwd"
     victim.parent.mkdir()
