@@ -21,6 +21,7 @@ from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
+    from localgpt_cli.tools.edit import PlannedEdit
 
 SCAN_CONVERSATIONS = 50  # how far back previews are looked for
 
@@ -64,7 +65,7 @@ def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
     return next(iter(matches.values()))
 
 
-def plan_preview(preview: dict[str, Any], trust_imported: bool = False) -> Any:
+def plan_preview(preview: dict[str, Any], trust_imported: bool = False) -> PlannedEdit:
     """Every check `apply` makes, nothing written: the PlannedEdit, or InvalidInput (exit 6)
     saying why not. The file must lie inside what this invocation allows (the current
     folder, as read_file would see it here) and inside the roots the preview records, so a
@@ -92,7 +93,7 @@ def plan_preview(preview: dict[str, Any], trust_imported: bool = False) -> Any:
         raise InvalidInput(str(exc), hint="Nothing was written.") from None
 
 
-def write_planned(plan: Any) -> tuple[Path, Path]:
+def write_planned(plan: PlannedEdit) -> tuple[Path, Path]:
     """Write a planned edit: (file, backup), or InvalidInput with nothing written."""
     from localgpt_cli.tools.base import ToolError
 
