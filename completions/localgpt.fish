@@ -18,6 +18,8 @@ complete -c localgpt -n '__fish_use_subcommand' -l json -d 'NDJSON on stdout (ev
 complete -c localgpt -n '__fish_use_subcommand' -l no-color -d 'No colour (also when NO_COLOR is set).'
 complete -c localgpt -n '__fish_use_subcommand' -l host -x -d 'Ollama server (overrides OLLAMA_HOST).'
 complete -c localgpt -n '__fish_use_subcommand' -s v -l verbose -l debug -d 'Show tracebacks for errors.'
+complete -c localgpt -n '__fish_seen_subcommand_from apply' -l trust-imported -d 'Also apply a preview that came from `history import` (still checked, shown and asked).'
+complete -c localgpt -n '__fish_seen_subcommand_from apply' -s y -l yes -d 'Do not ask (needed when stdin is no terminal).'
 complete -c localgpt -n '__fish_seen_subcommand_from apply' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s m -l model -x -d 'Chat model (default: LOCALGPT_MODEL or config); NAME:MODEL picks a provider.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s p -l provider -x -d 'Provider profile to use ([providers.NAME]; default: LOCALGPT_PROVIDER).'

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from localgpt_cli.tools.base import ToolError
+from localgpt_cli.tools.edit import plan_edit
 from localgpt_cli.tools.files import Sandbox
 from localgpt_cli.tools.patch import apply_hunks, parse_diff, sha256, unified, write_atomic
-from localgpt_cli.tools.preview import apply_edit, propose_command, propose_edit
+from localgpt_cli.tools.preview import propose_command, propose_edit
 
 TEXT = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -88,13 +89,13 @@ def test_propose_then_apply_and_the_refusals(tmp_path: Path) -> None:
     assert preview["sha256"] == sha256(b"a\nb\n")
     other = Sandbox([tmp_path / "sub"], tmp_path / "sub")
     with pytest.raises(ToolError, match="outside the allowed folders"):
-        apply_edit(preview, other)
-    real, backup = apply_edit(preview, sandbox)
+        plan_edit(preview, [other])
+    real, backup = plan_edit(preview, [sandbox]).write()
     assert real.read_text() == "a\nB\n" and backup.name == "f.txt.abcd1234.bak"
     with pytest.raises(ToolError, match="already changed by this edit"):
-        apply_edit(preview, sandbox)
+        plan_edit(preview, [sandbox])
     with pytest.raises(ToolError, match="never runs a proposed command"):
-        apply_edit(propose_command("ls").payload(), sandbox)
+        plan_edit(propose_command("ls").payload(), [sandbox])
 
 
 def test_binary_and_non_utf8_files_are_not_edited(tmp_path: Path) -> None:

@@ -174,7 +174,7 @@ def test_propose_edit_shows_a_checked_diff_and_changes_nothing(standin, workdir:
 
 def test_apply_writes_the_edit_atomically_with_a_backup(standin, workdir: Path) -> None:
     pid = edit_preview(standin)["preview"]["id"]
-    r = invoke("apply", pid[:4], "--json")
+    r = invoke("apply", "-y", pid[:4], "--json")
     assert r.exit_code == 0, r.stderr
     (record,) = r.records()
     backup = workdir / f"notes.md.{pid}.bak"
@@ -183,37 +183,43 @@ def test_apply_writes_the_edit_atomically_with_a_backup(standin, workdir: Path) 
     assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
     assert backup.read_text() == NOTES
     assert sorted(p.name for p in workdir.iterdir()) == ["notes.md", backup.name]  # no temp
-    again = invoke("apply", pid)
+    again = invoke("apply", "-y", pid)
     assert again.exit_code == 6 and "already changed by this edit" in again.stderr
 
 
 def test_apply_refuses_a_file_changed_since_the_diff(standin, workdir: Path) -> None:
     pid = edit_preview(standin)["preview"]["id"]
     (workdir / "notes.md").write_text(NOTES + "edited by hand\n")
-    r = invoke("apply", pid)
+    r = invoke("apply", "-y", pid)
     assert r.exit_code == 6 and r.stdout == ""
-    assert "changed since the diff was made; nothing was written" in r.stderr
+    assert ("changed since the diff was made; ask for the edit again. Nothing was written."
+            in r.stderr)
     assert (workdir / "notes.md").read_text() == NOTES + "edited by hand\n"
     assert [p.name for p in workdir.iterdir()] == ["notes.md"]
 
 
-def test_apply_from_another_folder_writes_the_file_the_edit_was_proposed_for(
+def test_apply_from_a_parent_folder_writes_the_file_but_not_from_a_sibling(
     standin, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The preview records the roots its tool call ran with (the chat's folder), so apply
-    checks the file against them wherever it runs; a second apply is still refused."""
+    """The file must lie inside both this invocation's folder and the roots the preview
+    records (the chat's folder): from a sibling folder it is refused, from a parent it
+    is written; a second apply is still refused."""
     preview = edit_preview(standin)["preview"]
     assert preview["roots"] == [str(workdir)]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    r = invoke("apply", preview["id"])
+    refused = invoke("apply", "-y", preview["id"])
+    assert refused.exit_code == 6 and "is outside the allowed folders" in refused.stderr
+    assert (workdir / "notes.md").read_text() == NOTES
+    monkeypatch.chdir(tmp_path)
+    r = invoke("apply", "-y", preview["id"])
     assert r.exit_code == 0, r.stderr
     assert r.stdout == (f"Applied {preview['id']} to {workdir / 'notes.md'} "
                         f"(backup: {workdir / ('notes.md.' + preview['id'] + '.bak')}).\n")
     assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
     assert list(elsewhere.iterdir()) == []
-    again = invoke("apply", preview["id"])
+    again = invoke("apply", "-y", preview["id"])
     assert again.exit_code == 6 and "already changed by this edit" in again.stderr
 
 
@@ -233,7 +239,7 @@ def test_apply_refuses_a_file_outside_the_recorded_roots(
     r = invoke("chat", "--json", "--tools", "deploy", "edit it")
     (result,) = payloads(packets(r), "tool_result")
     monkeypatch.chdir(outside)
-    r = invoke("apply", result["preview"]["id"])
+    r = invoke("apply", "-y", result["preview"]["id"])
     assert r.exit_code == 6 and r.stdout == ""
     assert "is outside the allowed folders" in r.stderr and str(workdir) in r.stderr
     assert [p.name for p in outside.iterdir()] == ["notes.md"]
@@ -255,11 +261,11 @@ def test_a_preview_stored_without_roots_keeps_the_current_folder_rule(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    r = invoke("apply", preview["id"])
+    r = invoke("apply", "-y", preview["id"])
     assert r.exit_code == 6 and "is outside the allowed folders" in r.stderr
     assert (workdir / "notes.md").read_text() == NOTES
     monkeypatch.chdir(workdir)
-    assert invoke("apply", preview["id"]).exit_code == 0
+    assert invoke("apply", "-y", preview["id"]).exit_code == 0
     assert (workdir / "notes.md").read_text() == NOTES.replace("8000", "8080")
 
 
@@ -269,10 +275,10 @@ def test_apply_never_runs_a_command_and_unknown_ids_are_not_found(
     propose(standin, call("propose_command", command="touch ran"))
     assert invoke("chat", "q").exit_code == 0
     pid = json.loads(invoke("history", "last-preview", "--json").stdout)["id"]
-    r = invoke("apply", pid)
+    r = invoke("apply", "-y", pid)
     assert r.exit_code == 6 and "localgpt never runs a proposed command" in r.stderr
     assert not (workdir / "ran").exists()
-    missing = invoke("apply", "ffffffff", "--json")
+    missing = invoke("apply", "-y", "ffffffff", "--json")
     assert missing.exit_code == 6 and missing.records()[-1]["code"] == "not_found"
 
 

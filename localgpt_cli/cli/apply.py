@@ -2,9 +2,10 @@
 
 Previews live in the history, in the metadata of the tool message that produced them,
 so both commands scan the newest conversations' messages for them; nothing else keeps
-state. `apply` writes only edits, and only when the file is still the one the diff was
-made against; a proposed command is never run by localgpt (`last-preview` prints it, and
-running it is the user's own choice).
+state. The history is not trusted (an import, a shared server): `apply` writes only edits,
+only inside the folders this invocation allows, only after showing the diff and asking,
+and only when the file is still the one the diff was made against; a proposed command is
+never run by localgpt (`last-preview` prints it, and running it is the user's own choice).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
+from localgpt_cli.cli.confirm import refuse_without_terminal, yes_option
 from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
+    from localgpt_cli.tools.edit import PlannedEdit
 
 SCAN_CONVERSATIONS = 50  # how far back previews are looked for
 
@@ -26,8 +29,8 @@ EPILOG = """\b
 Examples:
   localgpt apply 3f9a1c2e            # the id the preview's frame shows
   localgpt apply 3f                  # a unique prefix is enough
-  cd ~ && localgpt apply 3f9a1c2e    # from any folder: the edit's own roots are checked
-  localgpt apply 3f9a1c2e --json | jq -r .backup
+  cd ~ && localgpt apply 3f9a1c2e    # from a folder holding the file (and its chat's)
+  localgpt apply -y 3f9a1c2e --json | jq -r .backup
 """
 
 
@@ -62,38 +65,65 @@ def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
     return next(iter(matches.values()))
 
 
-def apply_preview(preview: dict[str, Any], cwd: Path | None = None) -> tuple[Path, Path]:
-    """Apply an edit inside the roots its tool call ran with, recorded in the preview, from
-    whatever folder `apply` runs in; (file, backup). A preview stored before roots were
-    recorded keeps the old rule: the current folder is the root."""
+def plan_preview(preview: dict[str, Any], trust_imported: bool = False) -> PlannedEdit:
+    """Every check `apply` makes, nothing written: the PlannedEdit, or InvalidInput (exit 6)
+    saying why not. The file must lie inside what this invocation allows (the current
+    folder, as read_file would see it here) and inside the roots the preview records, so a
+    preview planted in the history (imported, or written to a shared server) cannot name
+    a file elsewhere; one that came from `history import` needs `trust_imported`."""
+    from localgpt_cli.cli.toolbox import read_roots
     from localgpt_cli.tools.base import ToolError
+    from localgpt_cli.tools.edit import plan_edit
     from localgpt_cli.tools.files import Sandbox
-    from localgpt_cli.tools.preview import apply_edit, recorded_roots
+    from localgpt_cli.tools.preview import recorded_roots
 
-    base = cwd or Path.cwd()
-    roots = recorded_roots(preview.get("roots"))
-    sandbox = Sandbox(roots, roots[0]) if roots else Sandbox([base], base)
+    if preview.get("imported") and preview.get("kind") == "edit" and not trust_imported:
+        raise InvalidInput(
+            f"preview {preview['id']} came from `localgpt history import` (a file anyone "
+            "could have written); it was not applied.",
+            hint="Read its diff (`localgpt history last-preview` or `history show`), then "
+                 "pass --trust-imported to apply it. Nothing was written.")
+    sandboxes = [Sandbox(read_roots(), Path.cwd())]
+    recorded = recorded_roots(preview.get("roots"))
+    if recorded:
+        sandboxes.append(Sandbox(recorded, recorded[0]))
     try:
-        return apply_edit(preview, sandbox)
+        return plan_edit(preview, sandboxes)
+    except ToolError as exc:
+        raise InvalidInput(str(exc), hint="Nothing was written.") from None
+
+
+def write_planned(plan: PlannedEdit) -> tuple[Path, Path]:
+    """Write a planned edit: (file, backup), or InvalidInput with nothing written."""
+    from localgpt_cli.tools.base import ToolError
+
+    try:
+        return plan.write()
     except ToolError as exc:
         raise InvalidInput(str(exc), hint="Nothing was written.") from None
     except OSError as exc:
-        raise InvalidInput(f"cannot write {preview.get('path')}: {exc.strerror or exc}",
+        raise InvalidInput(f"cannot write {plan.path}: {exc.strerror or exc}",
                            hint="Nothing was written.") from None
 
 
 def offer_edits(screen: Any, previews: list[dict[str, Any]], kept: bool = True) -> None:
-    """At the REPL: `y` applies each proposed edit of the answer, as `localgpt apply` does;
-    `kept` False (--no-save): this is the only chance, `apply` will not find it later."""
+    """At the REPL: `y` applies each proposed edit of the answer with `localgpt apply`'s
+    checks (made before asking); `kept` False (--no-save): this is the only chance,
+    `apply` will not find it later."""
     for preview in previews:
         if preview.get("kind") != "edit":
+            continue
+        try:
+            plan = plan_preview(preview)
+        except InvalidInput as exc:
+            screen.note(f"Not applied: {exc}")
             continue
         if not screen.confirm(f"Apply edit {preview['id']} to {preview.get('path')}?"):
             screen.note(f"Not applied; later: localgpt apply {preview['id']}" if kept
                         else "Not applied (not kept in the history).")
             continue
         try:
-            path, backup = apply_preview(preview)
+            path, backup = write_planned(plan)
         except InvalidInput as exc:
             screen.note(f"Not applied: {exc}")
             continue
@@ -102,18 +132,35 @@ def offer_edits(screen: Any, previews: list[dict[str, Any]], kept: bool = True) 
 
 @click.command(epilog=EPILOG)
 @click.argument("preview_id", metavar="ID")
+@click.option("--trust-imported", is_flag=True,
+              help="Also apply a preview that came from `history import` (still checked, "
+                   "shown and asked).")
+@yes_option
 @json_option
 @pass_app
-def apply(app: App, preview_id: str) -> None:
+def apply(app: App, preview_id: str, trust_imported: bool, yes: bool) -> None:
     """Apply an edit the model proposed (propose_edit), by its preview id.
 
-    Runs from any folder: the file must lie inside the folders the chat's read_file could
-    see when the edit was proposed (recorded in the preview) and be unchanged since the
-    diff was made; the old file is kept beside it as FILE.ID.bak, and the new one is
-    written atomically. Commands are never run.
+    The file must lie inside the current folder (the folders read_file sees here) and
+    inside those recorded when the edit was proposed, with no symlinked folder on the way;
+    it must be writable and unchanged since the diff was made. The diff is shown and you
+    are asked (-y without a terminal); the old file is kept beside it as FILE.ID.bak, and
+    the new one is written atomically with the old owner and mode. A preview brought in
+    by `history import` needs --trust-imported. Commands are never run.
     """
+    from localgpt_cli.render.preview import review
+    from localgpt_cli.render.tables import quote_path
+
     preview = find_preview(app.history(readonly=True), preview_id)
-    path, backup = apply_preview(preview)
+    plan = plan_preview(preview, trust_imported)
+    refuse_without_terminal(yes, f"apply edit {preview['id']}")
+    if not (yes and app.output.json):
+        review(app.output, preview)
+    question = f"Apply edit {preview['id']} to {quote_path(str(plan.path))}?"
+    if not yes and not click.confirm(question, default=False, err=True):
+        app.output.stderr.write("Not applied; nothing was written.\n")
+        return
+    path, backup = write_planned(plan)
     record = {"type": "applied", "id": preview["id"], "path": str(path), "backup": str(backup)}
     if app.output.json:
         app.output.record(record)

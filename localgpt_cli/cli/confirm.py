@@ -45,7 +45,9 @@ def refuse_without_terminal(yes: bool, what: str) -> None:
 
 def ask(app: App, question: str) -> bool:
     """A yes/no question on the terminal (default no); saying no is not an error."""
-    if click.confirm(question, default=False, err=True):
+    from localgpt_cli.render.terminal import visible
+
+    if click.confirm(visible(question), default=False, err=True):
         return True
     app.output.stderr.write("Nothing deleted.\n")
     return False

@@ -33,6 +33,14 @@ def _context(app: App, search: Any, no_search: str | None = None) -> Any:
     )
 
 
+def read_roots() -> list[Any]:
+    """The folders a chat started here lets read_file and propose_edit touch (`_context`
+    adds no roots to the current folder); `localgpt apply` allows the same, no more."""
+    from localgpt_cli.tools.registry import ToolContext
+
+    return ToolContext().read_roots()
+
+
 def build_registry(app: App, functions: Sequence[str] = (), search: Any = None) -> Any:
     """Built-ins, plugins and --functions files; warnings go to stderr."""
     from localgpt_cli.tools.registry import build_registry
@@ -183,8 +191,9 @@ def _terminal_approval() -> Any:
 
     def approve(name: str, arguments: dict[str, Any]) -> bool:
         from localgpt_cli.render.chat import tool_line
+        from localgpt_cli.render.terminal import visible
 
-        tty.write(f"Run {tool_line(name, arguments)}? [y/N] ".encode())
+        tty.write(f"Run {visible(tool_line(name, arguments))}? [y/N] ".encode())
         answer = tty.readline().decode(errors="replace").strip().lower()
         return answer in ("y", "yes")
 

@@ -167,7 +167,7 @@ class ChatTurns:
         renderer.close()
         if turn.error is not None:
             if app.output.json:
-                sys.stderr.write(f"localgpt: error: {turn.error}\n")
+                app.output.stderr.write(f"localgpt: error: {turn.error}\n")
             return TurnOutcome(turn.error.exit_code, turn.conversation_id,
                                message_id=turn.message_id)
         previews = turn.loop.state.previews if turn.loop else []

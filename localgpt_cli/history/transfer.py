@@ -99,7 +99,17 @@ def _conversation(document: dict[str, Any], where: str, line: int) -> Exported:
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"{where} line {line}: the exported conversation lacks or "
                            f"mistypes {exc}; nothing imported.") from None
+    for m in messages:
+        _mark_imported(m.metadata)
     bad = [m.role for m in messages if m.role not in ROLES]
     if bad:
         raise InvalidInput(f"{where} line {line}: unknown role {bad[0]!r}; nothing imported.")
     return conversation, messages
+
+
+def _mark_imported(metadata: dict[str, Any]) -> None:
+    """A preview that arrives by import says so, whatever the file claimed: `apply`
+    refuses it without --trust-imported, as anyone could have written the file."""
+    preview = metadata.get("preview")
+    if isinstance(preview, dict):
+        metadata["preview"] = {**preview, "imported": True}

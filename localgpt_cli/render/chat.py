@@ -142,7 +142,10 @@ class PrettyChatRenderer:
     def _markdown(self) -> Any:
         from rich.markdown import Markdown
 
-        return Markdown("".join(self.answer))
+        from localgpt_cli.render.terminal import visible
+
+        # visible before layout, so that Live measures the lines it redraws as drawn
+        return Markdown(visible("".join(self.answer)))
 
     def packet(self, p: StreamPacket) -> None:
         kind, payload = p["type"], p["payload"]

@@ -1,8 +1,10 @@
 """Which output mode a command runs in, and the stderr channel for diagnostics.
 
 Decided once per process: `--json` gives NDJSON; otherwise a TTY gets rich text and a
-pipe gets plain text with no ANSI codes. Warnings and errors always go to stderr (as JSON
-lines in --json mode), so stdout carries only what a script asked for.
+pipe gets plain text with no ANSI codes. A terminal gets no control character from the
+text itself (render/terminal.py): they are shown as `^[`, never obeyed. Warnings and
+errors always go to stderr (as JSON lines in --json mode), so stdout carries only what a
+script asked for.
 """
 
 from __future__ import annotations
@@ -13,13 +15,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from localgpt_cli.errors import LocalGPTError
-
-
-def _isatty(stream: IO[Any]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+from localgpt_cli.render.terminal import guard, isatty, safe_console, unguarded
 
 
 @dataclass
@@ -34,9 +30,15 @@ class Output:
     _err_console: Any = None
     _writer: Any = None
 
+    def __post_init__(self) -> None:
+        # A terminal never receives a control character from a model, a file or the
+        # history raw (render/terminal.py); a pipe gets the bytes.
+        self.stdout = guard(self.stdout)
+        self.stderr = guard(self.stderr)
+
     @property
     def tty(self) -> bool:
-        return _isatty(self.stdout)
+        return isatty(self.stdout)
 
     @property
     def pretty(self) -> bool:
@@ -50,22 +52,19 @@ class Output:
     def console(self) -> Any:
         """The rich console on stdout (imported only when something is drawn)."""
         if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(
-                file=self.stdout, no_color=not self.use_color, highlight=False, soft_wrap=False
+            self._console = safe_console(
+                file=unguarded(self.stdout), no_color=not self.use_color, highlight=False,
+                soft_wrap=False,
             )
         return self._console
 
     def err_console(self) -> Any:
         if self._err_console is None:
-            from rich.console import Console
-
-            self._err_console = Console(
-                file=self.stderr,
+            self._err_console = safe_console(
+                file=unguarded(self.stderr),
                 no_color=not self.use_color,
                 highlight=False,
-                force_terminal=None if _isatty(self.stderr) else False,
+                force_terminal=None if isatty(self.stderr) else False,
             )
         return self._err_console
 

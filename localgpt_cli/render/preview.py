@@ -8,7 +8,10 @@ says what to do next: a command is the user's to run, an edit is applied with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from localgpt_cli.render.output import Output
 
 NEXT = {
     "command": 'not run; yours to run, e.g. eval "$(localgpt history last-preview)"',
@@ -46,18 +49,18 @@ def footer(preview: dict[str, Any], kept: bool = True) -> str:
     return texts.get(str(preview.get("kind")), "").format(id=preview.get("id", "?"))
 
 
-def plain_block(preview: dict[str, Any], kept: bool = True) -> str:
+def plain_block(preview: dict[str, Any], kept: bool = True, note: str | None = None) -> str:
     """The framed block of plain mode (and `history show`): header, explanation, body,
-    what to do with it."""
+    what to do with it (`note` instead, when given)."""
     lines = [f"===== {title(preview)} ====="]
     if preview.get("explanation"):
         lines.append(f"# {preview['explanation']}")
     lines.append(body(preview))
-    lines.append(f"===== {footer(preview, kept)} =====")
+    lines.append(f"===== {footer(preview, kept) if note is None else note} =====")
     return "\n".join(lines) + "\n"
 
 
-def panel(preview: dict[str, Any], kept: bool = True) -> Any:
+def panel(preview: dict[str, Any], kept: bool = True, note: str | None = None) -> Any:
     """A rich panel: a diff coloured as a diff, a command highlighted as shell."""
     from rich.console import Group
     from rich.panel import Panel
@@ -71,5 +74,18 @@ def panel(preview: dict[str, Any], kept: bool = True) -> Any:
     parts.append(Syntax(body(preview), lexer, theme="ansi_dark", word_wrap=True,
                         background_color="default"))
     # Text, not markup: a path or command may hold [brackets]
+    subtitle = Text(footer(preview, kept) if note is None else note)
     return Panel(Group(*parts), title=Text(title(preview)), title_align="left",
-                 subtitle=Text(footer(preview, kept)), subtitle_align="left", border_style="cyan")
+                 subtitle=subtitle, subtitle_align="left", border_style="cyan")
+
+
+def review(output: Output, preview: dict[str, Any]) -> None:
+    """The diff `localgpt apply` is about to write, on stderr before the question (stdout
+    keeps the result): a panel on a terminal, the framed block elsewhere."""
+    imported = " (imported: read every line)" if preview.get("imported") else ""
+    note = f"to be applied{imported}"
+    if output.err_console().is_terminal:
+        output.err_console().print(panel(preview, note=note))
+    else:
+        output.stderr.write(plain_block(preview, note=note))
+        output.stderr.flush()

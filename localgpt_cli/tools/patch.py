@@ -154,17 +154,34 @@ def _keep(real: Path, backup: Path) -> None:
         shutil.copy2(real, backup)
 
 
-def write_atomic(real: Path, data: bytes, backup: Path) -> None:
+def _keep_owner(tmp: str, real: Path, st: os.stat_result) -> None:
+    """Give the temp file the old file's owner and group (only when they differ)."""
+    mine = os.stat(tmp)
+    if (mine.st_uid, mine.st_gid) == (st.st_uid, st.st_gid):
+        return
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid)
+    except PermissionError:
+        raise ToolError(f"refused: {real} belongs to uid {st.st_uid} gid {st.st_gid}, which "
+                        "this user cannot give the new file; its owner would change.") from None
+
+
+def write_atomic(real: Path, data: bytes, backup: Path,
+                 owner: os.stat_result | None = None) -> None:
     """Keep the old file as `backup`, then replace it: a temp file in the same folder,
-    fsync, rename (so a crash leaves the old file or the new one, never half of one)."""
-    mode = real.stat().st_mode & 0o7777
+    fsync, rename (so a crash leaves the old file or the new one, never half of one).
+    The new file gets the old one's mode and, when it differs from the writer's, its
+    owner (`owner`: the stat to keep); an owner that cannot be kept is a ToolError and
+    nothing is written, rather than a file silently handed to whoever ran the write."""
+    st = owner or real.stat()
     fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        _keep_owner(tmp, real, st)
+        os.chmod(tmp, st.st_mode & 0o7777)  # after chown, which clears set-id bits
         _keep(real, backup)
         os.replace(tmp, real)
     except BaseException:

@@ -4,7 +4,7 @@ A preview tool never acts. Its handler returns a `Preview` (a shell command, a p
 file) that is shown to the user; the model only receives `preview_sent` and the
 preview's id, so it can go on ("I've shown you the command"). localgpt never runs a
 proposed command; a proposed edit is written only by `localgpt apply ID` (or `y` at the
-REPL), which checks the file is still the one the diff was made against.
+REPL), which checks the file is still the one the diff was made against (tools/edit.py).
 
 Plugins make their own: `Tool(..., preview=True)` whose handler returns `Preview(kind=…)`.
 """
@@ -19,14 +19,7 @@ from typing import Any
 
 from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.files import Sandbox
-from localgpt_cli.tools.patch import (
-    apply_hunks,
-    parse_diff,
-    read_text,
-    sha256,
-    unified,
-    write_atomic,
-)
+from localgpt_cli.tools.patch import apply_hunks, parse_diff, read_text, sha256, unified
 
 MAX_COMMAND_CHARS = 4_000
 PREVIEW_KINDS = ("command", "edit", "file")
@@ -39,8 +32,8 @@ class Preview:
     `text`); `explanation` is one line saying why. `id` is set when it is sent.
 
     `roots` are the absolute folders the tool call could touch: `localgpt apply` checks
-    the edit's file against them, not against whatever folder it happens to run in, so an
-    edit proposed in ~/proj can be applied from ~ and still never lands outside ~/proj."""
+    the edit's file against them as well as against the folder it runs in, so an edit
+    proposed in ~/proj can be applied from ~ and still never lands outside ~/proj."""
 
     kind: str
     command: str | None = None
@@ -181,26 +174,3 @@ def _edit_tool(sandbox: Sandbox) -> Tool:
         group="files",
         preview=True,
     )
-
-
-def apply_edit(preview: dict[str, Any], sandbox: Sandbox) -> tuple[Path, Path]:
-    """Write a proposed edit: (the file, its backup). Refused (ToolError, nothing written)
-    when the file lies outside the sandbox or changed since the diff was made."""
-    if preview.get("kind") != "edit":
-        raise ToolError(f"preview {preview.get('id')} is a {preview.get('kind')}, not an edit: "
-                        "localgpt never runs a proposed command")
-    path = str(preview.get("path"))
-    real = sandbox.resolve(path)
-    data, before = read_text(real, path)
-    backup = real.with_name(f"{real.name}.{preview.get('id')}.bak")
-    if sha256(data) != preview.get("sha256") and backup.exists():
-        raise ToolError(f"refused: {path} was already changed by this edit (its backup "
-                        f"{backup} exists); nothing was written")
-    if sha256(data) != preview.get("sha256"):
-        raise ToolError(f"refused: {path} changed since the diff was made; nothing was written "
-                        "(ask for the edit again)")
-    after = apply_hunks(before, parse_diff(str(preview.get("diff"))))
-    if backup.exists():
-        raise ToolError(f"refused: the backup {backup} already exists; nothing was written")
-    write_atomic(real, after.encode("utf-8"), backup)
-    return real, backup

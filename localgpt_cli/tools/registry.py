@@ -110,6 +110,12 @@ class ToolContext:
     web_search: WebSearchFn | None = None
     web_fetch: WebFetchFn | None = None
 
+    def read_roots(self) -> list[Path]:
+        """The folders read_file, list_directory and propose_edit may touch; `localgpt
+        apply` checks an edit's file against the same list."""
+        roots = [Path(root) for root in self.file_roots]
+        return [self.cwd or Path.cwd(), *roots] if self.include_cwd else roots
+
 
 def _refusing(why: str) -> Callable[..., NoReturn]:
     """The backend of a built-in this context cannot support: every call says why."""
@@ -127,7 +133,7 @@ def builtin_listing(context: ToolContext) -> list[tuple[Tool, str | None]]:
     base, no API key) is explained instead of silently missing.
     """
     cwd = context.cwd or Path.cwd()
-    roots = [cwd, *context.file_roots] if context.include_cwd else list(context.file_roots)
+    roots = context.read_roots()
     listing: list[tuple[Tool, str | None]] = [
         (tool, None)
         for tool in (calculator_tool(), *file_tools(roots, cwd, context.read_max_chars))
