@@ -3,9 +3,11 @@
 A model can be talked into asking for `~/.ssh/id_rsa` by any document it reads, so the
 sandbox decides on the *resolved* path: `..` and symlinks are resolved first, then the
 result must lie inside one of the allowed roots (by default the current directory and
-the roots of the ingested collection). System trees, devices, pipes and binaries are
-refused, and what comes back is capped with a visible marker so the model knows it saw
-only part of the file and how to ask for more.
+the roots of the ingested collection). Credentials are refused wherever they are
+(tools/denylist.py), and what a file holds that looks like a secret is redacted
+(redact.py). System trees, devices, pipes and binaries are refused, and what comes back
+is capped with a visible marker so the model knows it saw only part of the file and how
+to ask for more.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from localgpt_cli import redact as secrets
 from localgpt_cli.tools.base import Tool, ToolError
+from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_LIMIT = 100_000
@@ -25,6 +29,8 @@ MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200
 SNIFF_BYTES = 8192
 SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+Warn = Callable[[str, str], None]
+SECRET_MARGIN = 8192  # looked at around a page for a secret it cuts (a PEM key is < 7 KB)
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -34,8 +40,16 @@ def _is_within(path: Path, root: Path) -> bool:
 class Sandbox:
     """Allowed roots, and the one place that turns a model's path into a real one."""
 
-    def __init__(self, roots: Sequence[Path | str], base: Path | str | None = None):
+    def __init__(
+        self,
+        roots: Sequence[Path | str],
+        base: Path | str | None = None,
+        deny: DenyList | None = None,
+        warn: Warn | None = None,
+    ):
         self.base = Path(base) if base is not None else Path.cwd()
+        self.deny = deny if deny is not None else DenyList()
+        self.warn = warn
         resolved: list[Path] = []
         for root in roots:
             real = Path(os.path.realpath(Path(root).expanduser()))
@@ -63,7 +77,48 @@ class Sandbox:
             raise self.refuse(path, "is in a system folder (/proc, /sys, /dev)")
         if not any(_is_within(real, root) for root in self.roots):
             raise self.refuse(path, "is outside the allowed folders")
+        rule = self.deny.rule_for(real)
+        if rule is not None:
+            raise self.denied(path, rule)
         return real
+
+    def denied(self, path: str, rule: str) -> ToolError:
+        """The refusal of a secret: the rule is named, nothing of the content."""
+        return ToolError(
+            f"refused: {path} is withheld by the secrets rule {rule}; the file tools never "
+            "read credentials (the user may name the path in tools.files.allow)"
+        )
+
+    def check_head(self, real: Path, path: str, head: bytes) -> None:
+        """Refuse a file whose first bytes are a private key's header."""
+        rule = self.deny.rule_for_head(real, head)
+        if rule is not None:
+            raise self.denied(path, rule)
+
+    def redacted(self, text: str, path: str) -> str:
+        """`text` with what looks like a secret replaced, and a warning naming the lines."""
+        return self.redacted_part(text, 0, len(text), path)
+
+    def redacted_part(self, text: str, start: int, stop: int, path: str) -> str:
+        """`text[start:stop]` redacted (secrets.redact_part), warning as `redacted` does."""
+        clean, found = secrets.redact_part(text, start, stop, SECRET_MARGIN)
+        if found and self.warn is not None:
+            self.warn("secret_redacted", f"{path}: redacted {secrets.summary(found)} "
+                      "before the model saw it")
+        return clean
+
+    def withheld(self, real: Path) -> bool:
+        """Whether list_directory leaves `real` out: a rule refuses its name, or it is a
+        regular file starting with a private key's header."""
+        if self.deny.rule_for(real) is not None:
+            return True
+        try:
+            if not real.is_file():
+                return False
+            with open(real, "rb") as fh:
+                return self.deny.rule_for_head(real, fh.read(HEAD_BYTES)) is not None
+        except OSError:
+            return False
 
 
 def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result]:
@@ -83,6 +138,12 @@ def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result
     except OSError as exc:
         raise ToolError(f"cannot open {path}: {exc.strerror}") from None
     info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        try:
+            sandbox.check_head(real, path, os.pread(fd, HEAD_BYTES, 0))
+        except ToolError:
+            os.close(fd)
+            raise
     if stat.S_ISDIR(info.st_mode):
         os.close(fd)
         raise ToolError(f"{path} is a directory: use list_directory to see what it holds")
@@ -92,8 +153,12 @@ def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result
     return os.fdopen(fd, "rb"), info
 
 
-def _page_of(text: str, page: int | None, max_chars: int, total_note: str) -> str:
-    """One window of `max_chars` characters, with a marker when the text goes on."""
+def _page_of(
+    sandbox: Sandbox, path: str, text: str, page: int | None, max_chars: int, total_note: str
+) -> str:
+    """One window of `max_chars` characters, secrets redacted, with a marker when the
+    text goes on. Only the window (and a margin) is scanned for secrets, so a page of a
+    long file costs what it did before redaction."""
     total = len(text)
     pages = max(1, math.ceil(total / max_chars))
     number = page or 1
@@ -102,10 +167,11 @@ def _page_of(text: str, page: int | None, max_chars: int, total_note: str) -> st
             f"page {number} is out of range: the text has {pages} page(s) of {max_chars} characters"
         )
     start = (number - 1) * max_chars
-    part = text[start : start + max_chars]
+    stop = min(total, start + max_chars)
+    part = sandbox.redacted_part(text, start, stop, path)
     if pages == 1 and not total_note:
         return part
-    shown = f"{len(part)}" if number == 1 else f"characters {start + 1}-{start + len(part)}"
+    shown = f"{stop - start}" if number == 1 else f"characters {start + 1}-{stop}"
     more = f"; pass page={number + 1} to continue" if number < pages else ""
     return (
         f"{part}\n[… truncated: showed {shown} of {total} characters{total_note} "
@@ -162,7 +228,7 @@ def read_file(
         head = fh.read(SNIFF_BYTES)
         if head.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
             fh.seek(0)
-            return _read_pdf(fh, path, page, max_chars)
+            return sandbox.redacted(_read_pdf(fh, path, page, max_chars), path)
         if b"\x00" in head:
             raise ToolError(
                 f"refused: {path} looks like a binary file ({_human_size(info.st_size)}); "
@@ -176,7 +242,7 @@ def read_file(
             f" read from the first {_human_size(MAX_READ_BYTES)} of a "
             f"{_human_size(info.st_size)} file"
         )
-    return _page_of(text, page, max_chars, note)
+    return _page_of(sandbox, path, text, page, max_chars, note)
 
 
 def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False) -> str:
@@ -191,6 +257,7 @@ def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False)
             entries = list(it)
     except PermissionError:
         raise ToolError(f"permission denied: {path}") from None
+    entries = [e for e in entries if not sandbox.withheld(real / e.name)]
     hidden = sum(1 for e in entries if e.name.startswith("."))
     if not show_hidden:
         entries = [e for e in entries if not e.name.startswith(".")]
@@ -224,9 +291,12 @@ def file_tools(
     roots: Sequence[Path | str],
     base: Path | str | None = None,
     default_max_chars: int = DEFAULT_MAX_CHARS,
+    deny: DenyList | None = None,
+    warn: Warn | None = None,
 ) -> list[Tool]:
-    """`read_file` and `list_directory` over one sandbox."""
-    sandbox = Sandbox(roots, base)
+    """`read_file` and `list_directory` over one sandbox (`deny`: the secrets rules,
+    built-in ones by default; `warn(code, message)`: where a redaction is reported)."""
+    sandbox = Sandbox(roots, base, deny, warn)
     where = f"Allowed folders: {sandbox.roots_text()}."
     return [_read_tool(sandbox, where, default_max_chars), _list_tool(sandbox, where)]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.tools.base import Tool, ToolError
+from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
 from localgpt_cli.tools.files import Sandbox
 from localgpt_cli.tools.patch import (
     apply_hunks,
@@ -93,10 +94,12 @@ def recorded_roots(value: Any) -> list[str] | None:
     return list(value) if ok else None
 
 
-def preview_tools(roots: Sequence[Path | str], base: Path | str | None = None) -> list[Tool]:
+def preview_tools(
+    roots: Sequence[Path | str], base: Path | str | None = None, deny: DenyList | None = None
+) -> list[Tool]:
     """`propose_command` (group shell) and `propose_edit` (group files, over the read_file
     roots)."""
-    sandbox = Sandbox(roots, base)
+    sandbox = Sandbox(roots, base, deny)
     return [_command_tool(), _edit_tool(sandbox)]
 
 
@@ -115,6 +118,7 @@ def propose_command(command: str, explanation: str = "") -> Preview:
 def propose_edit(sandbox: Sandbox, path: str, diff: str, explanation: str = "") -> Preview:
     real = sandbox.resolve(path)
     data, before = read_text(real, path)
+    sandbox.check_head(real, path, data[:HEAD_BYTES])
     after = apply_hunks(before, parse_diff(diff))
     if after == before:
         raise ToolError("the diff changes nothing in the file")
