@@ -50,6 +50,7 @@ class ChatFlags:
     functions: tuple[str, ...]
     max_iterations: int
     approve: bool
+    allow_folders: tuple[str, ...]  # --allow-folder: roots of the file tools for this command
     # the knowledge base
     rag: bool | None
     k: int
@@ -141,7 +142,7 @@ class ChatTurns:
         """Run one turn through a renderer; the exit code is 130 when interrupted."""
         from localgpt_cli.kernel.session import Turn
         from localgpt_cli.render.chat import chat_renderer
-        from localgpt_cli.render.memory import explain_memory
+        from localgpt_cli.render.explain import explain_packet
 
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
@@ -152,8 +153,8 @@ class ChatTurns:
             for packet in turn:
                 renderer.packet(packet)
                 # like the sources table: --json's packet already carries it
-                if packet["type"] == "memory" and self.flags.explain and not app.output.json:
-                    explain_memory(app.output.stderr, packet["payload"])
+                if self.flags.explain and not app.output.json:
+                    explain_packet(app.output.stderr, packet)
         except KeyboardInterrupt:
             for packet in turn.abort():
                 renderer.packet(packet)
@@ -287,7 +288,7 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
 
         toolbox = build_toolbox(app, only=flags.only_tools, functions=flags.functions,
                                 approve=flags.approve, groups=groups, where=where,
-                                search=search)
+                                search=search, allow_folders=flags.allow_folders)
     return retriever, toolbox, search
 
 

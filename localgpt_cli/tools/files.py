@@ -58,7 +58,9 @@ class Sandbox:
         self.roots = tuple(resolved)
 
     def roots_text(self) -> str:
-        return ", ".join(str(r) for r in self.roots) or "none configured"
+        return ", ".join(str(r) for r in self.roots) or (
+            "none (the current folder is $HOME or /: name one with --allow-folder PATH or "
+            "[tools.files] folders)")
 
     def refuse(self, path: str, why: str) -> ToolError:
         return ToolError(f"refused: {path} {why}; allowed folders: {self.roots_text()}")
@@ -343,6 +345,7 @@ def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
         ),
         core=True,
         group="files",
+        reads_local=True,
     )
 
 
@@ -380,4 +383,5 @@ def _list_tool(sandbox: Sandbox, where: str) -> Tool:
         ),
         core=True,
         group="files",
+        reads_local=True,
     )

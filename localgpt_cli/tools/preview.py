@@ -183,6 +183,7 @@ def _edit_tool(sandbox: Sandbox) -> Tool:
         examples=("fix the typo in README.md", "change the port in config.toml to 8080",
                   "add a .gitignore entry for build/"),
         group="files",
+        reads_local=True,
         preview=True,
     )
 
