@@ -13,45 +13,13 @@ from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.denylist import DenyList
 from localgpt_cli.tools.files import file_tools
 from localgpt_cli.tools.preview import preview_tools
-
-RSA = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7fakefakefakefakefake\n"
-       "c2VjcmV0IGJvZHkgb2YgdGhlIGtleQ==\n-----END RSA PRIVATE KEY-----\n")
-KEY_BODY = "MIIEowIBAAKCAQEA7fakefakefakefakefake"
-AWS_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-# Each credential a home holds, by path, with a value that must never come back.
-CREDENTIALS = {
-    ".ssh/id_rsa": RSA,
-    ".ssh/config": "Host box\n  IdentityFile ~/.ssh/id_rsa\n  User ssh-config-user-42\n",
-    ".gnupg/private-keys-v1.d/A1.key": "gpg-private-material-77\n",
-    ".aws/credentials": f"[default]\naws_access_key_id = {AWS_ID}\n",
-    ".azure/accessTokens.json": '{"accessToken": "azure-token-31"}\n',
-    ".config/gcloud/credentials.db": "gcloud-refresh-token-19\n",
-    ".kube/config": "users:\n- user: {token: kube-token-58}\n",
-    ".docker/config.json": '{"auths": {"x": {"auth": "ZG9ja2VyLWF1dGgtMjM="}}}\n',
-    ".netrc": "machine host login me password netrc-pass-64\n",
-    ".pgpass": "db:5432:*:me:pgpass-pass-12\n",
-    ".git-credentials": "https://me:git-cred-pass-88@github.com\n",
-    "project/.env": f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n",
-    "project/.env.production": "DB_PASSWORD=env-prod-pass-45\n",
-    "project/server.pem": "pem-material-29\n",
-    "project/tls.key": "tls-key-material-63\n",
-    "project/client.p12": "p12-material-71\n",
-    "project/id_ed25519": "ed25519-material-90\n",
-    "project/backup.txt": RSA.replace("RSA ", "OPENSSH "),  # caught by its first bytes
-}
-ORDINARY = "project/notes.md"
+from tests.fakehome import AWS_ID, AWS_SECRET, CREDENTIALS, KEY_BODY, ORDINARY, RSA, make_home
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A home holding a fake credential of each kind, and one ordinary file."""
-    folder = tmp_path / "home"
-    for name, text in CREDENTIALS.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    (folder / "project/id_ed25519.pub").write_text("ssh-ed25519 AAAA public\n")
-    (folder / ORDINARY).write_text("# Notes\nthe build server is ci-7\n")
-    return folder
+    return make_home(tmp_path / "home")
 
 
 def tools(home: Path, **deny: object) -> dict[str, Tool]:

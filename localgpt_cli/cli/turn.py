@@ -302,6 +302,7 @@ def stdin_text(app: App) -> str | None:
     """
     from localgpt_cli.rag.decode import decode_text
     from localgpt_cli.rag.filetypes import SNIFF_BYTES, looks_binary
+    from localgpt_cli.redact import redact, summary
 
     stream = sys.stdin
     if stream is None or stream.closed:
@@ -321,6 +322,10 @@ def stdin_text(app: App) -> str | None:
     text, warning = decode_text(data + stream.buffer.read())
     if warning:
         app.output.warn("stdin_encoding", f"stdin: {warning}")
+    text, found = redact(text)  # a piped .env or log goes to the model and the history
+    if found:
+        app.output.warn("secret_redacted", f"stdin: redacted {summary(found)} before the "
+                        "model saw it")
     return text if text.strip() else None
 
 
