@@ -168,3 +168,38 @@ def test_piped_stdin_and_a_retrieved_passage_are_redacted(standin, isolated_env,
     assert "stdin: redacted aws_secret_access_key (line 2)" in r.stderr
     assert f"{docs / 'runbook.md'}: redacted password (line 4)" in r.stderr
     assert os.environ["HOME"]  # untouched: this test runs in the isolated folders only
+
+
+def test_config_adds_a_deny_pattern_a_folder_and_an_allowed_path(
+    standin, home: Path, isolated_env: Path
+) -> None:
+    config = isolated_env / "config" / "localgpt" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[tools.files]\ndeny = ["*.md"]\nallow = ["~/project/.env"]\n'
+                      'folders = ["~/project"]\n')
+    r = invoke("config", "--json")
+    assert r.exit_code == 0, r.stderr
+    values = {s["key"]: s["value"] for s in r.records() if s["type"] == "setting"}
+    assert values["tools.files.deny"] == ["*.md"]
+    assert values["tools.files.allow"] == ["~/project/.env"]
+    standin.script(Reply(tool_calls=[read(ORDINARY), read("project/.env"),
+                                     read("project/.env.production")]), Reply(content="ok"))
+    r = invoke("chat", "--json", "read the env files")
+    assert r.exit_code == 0, r.stderr
+    by_path = results(r.records())
+    assert "tools.files.deny '*.md'" in by_path[ORDINARY]["result"]
+    assert by_path["project/.env"]["result"] == (
+        "AWS_SECRET_ACCESS_KEY=[redacted: aws_secret_access_key]\n")  # allowed, redacted
+    assert "withheld by the secrets rule" in by_path["project/.env.production"]["result"]
+    assert r.records()[-1]["payload"]["files"]["roots"] == [str(home / "project")]
+    assert leaked(json.dumps(standin.chat_requests()) + r.stdout + stored()) == []
+
+
+def test_a_wrong_tools_files_setting_is_one_line(isolated_env: Path) -> None:
+    config = isolated_env / "config" / "localgpt" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[tools.files]\ndeny = "*.md"\n')
+    r = invoke("config")
+    assert r.exit_code == 6, r.stderr
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    assert f"[tools.files] in {config} may hold only deny, allow and folders" in r.stderr

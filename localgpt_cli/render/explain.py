@@ -7,6 +7,7 @@ a person can read next to the answer; scripts read the packet itself (`--json`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import IO, Any
 
 SCORE_ORDER = ("vector", "bm25", "fused", "rerank", "gate", "model_rerank", "model_gate")
@@ -61,7 +62,7 @@ def explain_lines(payload: dict[str, Any]) -> list[str]:
     return lines
 
 
-def explain_packet(stream: IO[str], packet: dict[str, Any]) -> None:
+def explain_packet(stream: IO[str], packet: Mapping[str, Any]) -> None:
     """What `--explain` adds on stderr for a packet besides the sources table: the memory
     report, and at `done` why the file tools did not see the current folder."""
     from localgpt_cli.render.memory import explain_memory
