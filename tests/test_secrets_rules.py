@@ -62,6 +62,11 @@ def test_list_directory_leaves_them_out(home: Path) -> None:
     for withheld in (".env", ".env.production", "server.pem", "tls.key", "client.p12",
                      "backup.txt", "id_ed25519 "):
         assert f"  {withheld}" not in listing + " ", withheld
+    (home / "project/harmless").symlink_to(home / ".netrc")
+    (home / "project/keys").symlink_to(home / ".aws")
+    (home / "project/docs").symlink_to(home / "project")
+    linked = tools(home)["list_directory"].run({"path": "project"})
+    assert "harmless" not in linked and "keys" not in linked and "link  docs" in linked
     top = tools(home)["list_directory"].run({"path": ".", "show_hidden": True})
     assert ".ssh" not in top and ".netrc" not in top and "project/" in top
 

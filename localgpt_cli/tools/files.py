@@ -1,13 +1,11 @@
 """The file tools: `read_file` and `list_directory`, confined to allowed folders.
 
-A model can be talked into asking for `~/.ssh/id_rsa` by any document it reads, so the
-sandbox decides on the *resolved* path: `..` and symlinks are resolved first, then the
-result must lie inside one of the allowed roots (by default the current directory and
-the roots of the ingested collection). Credentials are refused wherever they are
-(tools/denylist.py), and what a file holds that looks like a secret is redacted
-(redact.py). System trees, devices, pipes and binaries are refused, and what comes back
-is capped with a visible marker so the model knows it saw only part of the file and how
-to ask for more.
+Every path goes through the `Sandbox` (tools/sandbox.py): `..` and symlinks resolved,
+then the allowed roots (by default the current directory; not $HOME or /, see
+cli/toolbox.file_roots), the system trees and the secrets rules (tools/denylist.py).
+A file starting like a private key is refused, and what a read returns has its secrets
+redacted. Devices, pipes and binaries are refused, and what comes back is capped with a
+visible marker so the model knows it saw only part of the file and how to ask for more.
 """
 
 from __future__ import annotations
@@ -15,112 +13,19 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from localgpt_cli import redact as secrets
 from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
+from localgpt_cli.tools.sandbox import Sandbox, Warn
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_LIMIT = 100_000
 MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200
 SNIFF_BYTES = 8192
-SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
-Warn = Callable[[str, str], None]
-SECRET_MARGIN = 8192  # looked at around a page for a secret it cuts (a PEM key is < 7 KB)
-
-
-def _is_within(path: Path, root: Path) -> bool:
-    return path.is_relative_to(root)
-
-
-class Sandbox:
-    """Allowed roots, and the one place that turns a model's path into a real one."""
-
-    def __init__(
-        self,
-        roots: Sequence[Path | str],
-        base: Path | str | None = None,
-        deny: DenyList | None = None,
-        warn: Warn | None = None,
-    ):
-        self.base = Path(base) if base is not None else Path.cwd()
-        self.deny = deny if deny is not None else DenyList()
-        self.warn = warn
-        resolved: list[Path] = []
-        for root in roots:
-            real = Path(os.path.realpath(Path(root).expanduser()))
-            if real not in resolved:
-                resolved.append(real)
-        self.roots = tuple(resolved)
-
-    def roots_text(self) -> str:
-        return ", ".join(str(r) for r in self.roots) or (
-            "none (the current folder is $HOME or /: name one with --allow-folder PATH or "
-            "[tools.files] folders)")
-
-    def refuse(self, path: str, why: str) -> ToolError:
-        return ToolError(f"refused: {path} {why}; allowed folders: {self.roots_text()}")
-
-    def resolve(self, path: str) -> Path:
-        """The real path behind `path`, or a ToolError if it leaves the sandbox."""
-        if not path.strip():
-            raise ToolError("the path is empty")
-        if "\x00" in path:
-            raise self.refuse(repr(path), "contains a NUL byte")
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.base / candidate
-        real = Path(os.path.realpath(candidate))
-        if any(_is_within(real, tree) for tree in SYSTEM_TREES):
-            raise self.refuse(path, "is in a system folder (/proc, /sys, /dev)")
-        if not any(_is_within(real, root) for root in self.roots):
-            raise self.refuse(path, "is outside the allowed folders")
-        rule = self.deny.rule_for(real)
-        if rule is not None:
-            raise self.denied(path, rule)
-        return real
-
-    def denied(self, path: str, rule: str) -> ToolError:
-        """The refusal of a secret: the rule is named, nothing of the content."""
-        return ToolError(
-            f"refused: {path} is withheld by the secrets rule {rule}; the file tools never "
-            "read credentials (the user may name the path in tools.files.allow)"
-        )
-
-    def check_head(self, real: Path, path: str, head: bytes) -> None:
-        """Refuse a file whose first bytes are a private key's header."""
-        rule = self.deny.rule_for_head(real, head)
-        if rule is not None:
-            raise self.denied(path, rule)
-
-    def redacted(self, text: str, path: str) -> str:
-        """`text` with what looks like a secret replaced, and a warning naming the lines."""
-        return self.redacted_part(text, 0, len(text), path)
-
-    def redacted_part(self, text: str, start: int, stop: int, path: str) -> str:
-        """`text[start:stop]` redacted (secrets.redact_part), warning as `redacted` does."""
-        clean, found = secrets.redact_part(text, start, stop, SECRET_MARGIN)
-        if found and self.warn is not None:
-            self.warn("secret_redacted", f"{path}: redacted {secrets.summary(found)} "
-                      "before the model saw it")
-        return clean
-
-    def withheld(self, real: Path) -> bool:
-        """Whether list_directory leaves `real` out: a rule refuses its name, or it is a
-        regular file starting with a private key's header."""
-        if self.deny.rule_for(real) is not None:
-            return True
-        try:
-            if not real.is_file():
-                return False
-            with open(real, "rb") as fh:
-                return self.deny.rule_for_head(real, fh.read(HEAD_BYTES)) is not None
-        except OSError:
-            return False
 
 
 def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result]:
@@ -259,20 +164,34 @@ def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False)
             entries = list(it)
     except PermissionError:
         raise ToolError(f"permission denied: {path}") from None
-    entries = [e for e in entries if not sandbox.withheld(real / e.name)]
+    entries = [e for e in entries if sandbox.deny.rule_for(_target(real, e)) is None]
     hidden = sum(1 for e in entries if e.name.startswith("."))
     if not show_hidden:
         entries = [e for e in entries if not e.name.startswith(".")]
     entries.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()))
-    lines = [f"{real} ({len(entries)} entries"]
+    shown: list[os.DirEntry[str]] = []
+    examined = 0
+    for entry in entries:  # a file is opened only when it would be shown
+        if len(shown) == MAX_ENTRIES:
+            break
+        examined += 1
+        if not (entry.is_file() and sandbox.starts_like_a_key(real / entry.name)):
+            shown.append(entry)
+    total = len(entries) - (examined - len(shown))
+    lines = [f"{real} ({total} entries"]
     if hidden and not show_hidden:
         lines[0] += f"; {hidden} hidden not shown, pass show_hidden=true to see them"
     lines[0] += ")"
-    for entry in entries[:MAX_ENTRIES]:
-        lines.append(_entry_line(entry))
-    if len(entries) > MAX_ENTRIES:
-        lines.append(f"[… truncated: showed {MAX_ENTRIES} of {len(entries)} entries]")
+    lines.extend(_entry_line(entry) for entry in shown)
+    if total > MAX_ENTRIES:
+        lines.append(f"[… truncated: showed {MAX_ENTRIES} of {total} entries]")
     return "\n".join(lines)
+
+
+def _target(folder: Path, entry: os.DirEntry[str]) -> Path:
+    """The path the secrets rules judge an entry by: a symlink's target, resolved."""
+    path = folder / entry.name
+    return Path(os.path.realpath(path)) if entry.is_symlink() else path
 
 
 def _entry_line(entry: os.DirEntry[str]) -> str:
