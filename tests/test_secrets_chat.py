@@ -203,3 +203,22 @@ def test_a_wrong_tools_files_setting_is_one_line(isolated_env: Path) -> None:
     assert r.exit_code == 6, r.stderr
     assert r.stdout == "" and "Traceback" not in r.stderr
     assert f"[tools.files] in {config} may hold only deny, allow and folders" in r.stderr
+
+
+def test_the_root_folder_is_not_a_root_either(
+    standin, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir("/")
+    standin.script(Reply(tool_calls=[read("etc/hostname")]), Reply(content="I cannot."))
+    r = invoke("chat", "--json", "what is this machine called?")
+    assert r.exit_code == 0, r.stderr
+    out = r.records()
+    assert out[-1]["payload"]["files"] == {"cwd": "/", "cwd_excluded": "root", "roots": []}
+    assert "is outside the allowed folders" in results(out)["etc/hostname"]["result"]
+
+
+def test_allow_folder_must_name_a_folder(isolated_env: Path, tmp_path: Path) -> None:
+    r = invoke("chat", "--allow-folder", str(tmp_path / "nowhere"), "hi")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "--allow-folder" in r.stderr and "does not exist" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -119,3 +119,14 @@ def test_plugins_and_the_web_tools_say_they_are_network_tools(standin, plugin) -
     network = {r["name"]: r["network"] for r in map(json.loads, p.stdout.splitlines())}
     assert network["send_out"] and network["web_fetch"] and network["web_search"]
     assert not network["read_file"]
+
+
+def test_a_later_turn_that_remembers_a_read_asks_too(standin, plugin) -> None:
+    standin.script(Reply(tool_calls=[{"name": "read_file", "arguments": {"path": "README.md"}}]),
+                   Reply(content="Read it."))
+    assert without_terminal(plugin, "chat", "read the readme").returncode == 0
+    standin.script(Reply(tool_calls=[send("the readme")]), Reply(content="Sent."))
+    p = without_terminal(plugin, "chat", "-c", "now send it to the team")
+    assert p.returncode == 0, p.stderr
+    assert sent(plugin) == ""
+    assert "needs the user's approval on a terminal" in last_tool_result(standin)

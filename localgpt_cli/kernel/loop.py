@@ -51,6 +51,15 @@ class LoopState:
     read_local: bool = False  # local files are in the context: a network tool must ask
 
 
+def holds_local_data(messages: list[dict[str, Any]], tools: Sequence[Tool], attached: bool) -> bool:
+    """Whether a turn starts with local file content in its context: `attached` (--file,
+    retrieved passages), or the result of a tool that reads local files in an earlier
+    turn that conversation memory sends again (the way out must not wait one turn)."""
+    local = {t.name for t in tools if t.reads_local}
+    return attached or any(m.get("role") == "tool" and m.get("tool_name") in local
+                           for m in messages)
+
+
 def _add(total: int | None, part: int | None) -> int | None:
     if part is None:
         return total

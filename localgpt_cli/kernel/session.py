@@ -31,7 +31,7 @@ from localgpt_cli.kernel.context import (
     prompt_budget,
 )
 from localgpt_cli.kernel.grounding import ContextFile, Retriever, files_block
-from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
+from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve, holds_local_data
 from localgpt_cli.kernel.memory import MemorySettings, episodes, recall
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
@@ -179,7 +179,8 @@ class Turn:
                 max_iterations=request.max_iterations,
                 approve=self.toolbox.approve if self.toolbox else None,
                 approve_network=self.toolbox.approve_network if self.toolbox else None,
-                read_local=bool(request.files or (self.grounding and self.grounding.kept)),
+                read_local=holds_local_data(messages, enabled, bool(request.files or (
+                    self.grounding and self.grounding.kept))),
                 on_message=self._store_step, warn=self.warn,
             )
             yield from self.loop.run(messages)
