@@ -39,6 +39,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from chat' -s T -l tool -x -d 'O
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l functions -r -F -d 'Python file whose functions become tools (repeatable).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l max-iterations -x -d 'Most model calls in one turn of the tool loop.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l approve -d 'Ask y/n on the terminal before each tool call.'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l allow-folder -r -F -d 'A folder the file tools may read too, this command only (repeatable).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l rag -l no-rag -d 'Retrieve from the knowledge base (default: when the collection has documents).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s k -x -d 'Excerpts to retrieve.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l threshold -x -d 'Minimum similarity of a retrieved excerpt [default: 0.3].'

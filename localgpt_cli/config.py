@@ -45,6 +45,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
     Spec("tools.groups", "LOCALGPT_TOOLS", None, str,
          "tool groups a chat may use: GROUP,GROUP | all | none ([tools] groups)"),
+    Spec("tools.files.deny", None, (), tuple, "paths/patterns the file tools refuse too"),
+    Spec("tools.files.allow", None, (), tuple, "paths the built-in secrets rules let through"),
+    Spec("tools.files.folders", None, (), tuple, "more folders the file tools read"),
     # [rag] in config.toml: how chat grounds its answers (kernel/answer/)
     Spec("rag.pipeline", None, "full", str, "chat's answer pipeline: full or fast"),
     Spec("rag.condense", None, True, bool, "condense the kept passages into S_ctx"),
@@ -176,9 +179,7 @@ def _coerce(spec: Spec, value: Any, where: str) -> Any:
     if value is None:
         return None
     try:
-        if (spec.kind is int and isinstance(value, bool)) or (
-            spec.kind is bool and not isinstance(value, bool)
-        ):
+        if isinstance(value, bool) is not (spec.kind is bool) and spec.kind in (int, bool):
             raise ValueError
         return spec.kind(value)
     except (TypeError, ValueError):

@@ -41,13 +41,15 @@ def load_file(path: Path, known: Collection[str]) -> dict[str, Any]:
 
 
 def tools_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """`[tools] groups = ["files", "knowledge"]` (or "files,knowledge") as `tools.groups`."""
+    """`[tools] groups = ["files", "knowledge"]` (or "files,knowledge") as `tools.groups`,
+    and `[tools.files]` lists of paths as `tools.files.deny`, `.allow` and `.folders`."""
     table = data.pop("tools", None)
     if table is None:
         return data
-    if not isinstance(table, dict) or set(table) - {"groups"}:
-        raise InvalidInput(f"`tools` in {path} must be a table with only `groups`.",
-                           hint='Write: [tools]\ngroups = ["files", "knowledge"]')
+    if not isinstance(table, dict) or set(table) - {"groups", "files"}:
+        raise InvalidInput(f"`tools` in {path} must be a table with only `groups` and "
+                           "[tools.files].", hint='Write: [tools]\ngroups = ["files", "knowledge"]')
+    data.update(files_table(table.get("files"), path))
     groups = table.get("groups")
     if isinstance(groups, list) and all(isinstance(g, str) for g in groups):
         groups = ",".join(groups) or "none"
@@ -57,6 +59,23 @@ def tools_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
     if groups is not None:
         data["tools.groups"] = groups
     return data
+
+
+FILES_KEYS = ("deny", "allow", "folders")
+
+
+def files_table(table: Any, path: Path) -> dict[str, tuple[str, ...]]:
+    """`[tools.files] deny = ["*.sqlite"]`, `allow = ["~/work/.env"]`, `folders = [...]`."""
+    if table is None:
+        return {}
+    bad = not isinstance(table, dict) or bool(set(table) - set(FILES_KEYS)) or any(
+        not isinstance(v, list) or not all(isinstance(x, str) and x for x in v)
+        for v in table.values())
+    if bad:
+        raise InvalidInput(f"[tools.files] in {path} may hold only deny, allow and folders, "
+                           "each a list of paths or patterns.",
+                           hint='Write: [tools.files]\ndeny = ["*.sqlite"]\nallow = ["~/w/.env"]')
+    return {f"tools.files.{key}": tuple(value) for key, value in table.items()}
 
 
 def flatten(data: dict[str, Any], known: Collection[str]) -> dict[str, Any]:

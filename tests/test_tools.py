@@ -81,6 +81,7 @@ def test_describe_record() -> None:
         "group": "general",
         "core": True,
         "preview": False,
+            "network": False,
         "parameters": SCHEMA,
     }
 

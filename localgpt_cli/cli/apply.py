@@ -65,17 +65,22 @@ def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
     return next(iter(matches.values()))
 
 
-def plan_preview(preview: dict[str, Any], trust_imported: bool = False) -> PlannedEdit:
+def plan_preview(
+    app: App, preview: dict[str, Any], trust_imported: bool = False,
+    allow_folders: tuple[str, ...] = (),
+) -> PlannedEdit:
     """Every check `apply` makes, nothing written: the PlannedEdit, or InvalidInput (exit 6)
     saying why not. The file must lie inside what this invocation allows (the current
     folder, as read_file would see it here) and inside the roots the preview records, so a
     preview planted in the history (imported, or written to a shared server) cannot name
-    a file elsewhere; one that came from `history import` needs `trust_imported`."""
-    from localgpt_cli.cli.toolbox import read_roots
+    a file elsewhere; one that came from `history import` needs `trust_imported`. The
+    invocation's folders are the file tools' (`file_roots`: not $HOME or /, plus
+    `--allow-folder` in the REPL), and their secrets rules hold for writing too."""
+    from localgpt_cli.cli.toolbox import deny_list, file_roots
     from localgpt_cli.tools.base import ToolError
     from localgpt_cli.tools.edit import plan_edit
-    from localgpt_cli.tools.files import Sandbox
     from localgpt_cli.tools.preview import recorded_roots
+    from localgpt_cli.tools.sandbox import Sandbox
 
     if preview.get("imported") and preview.get("kind") == "edit" and not trust_imported:
         raise InvalidInput(
@@ -83,7 +88,8 @@ def plan_preview(preview: dict[str, Any], trust_imported: bool = False) -> Plann
             "could have written); it was not applied.",
             hint="Read its diff (`localgpt history last-preview` or `history show`), then "
                  "pass --trust-imported to apply it. Nothing was written.")
-    sandboxes = [Sandbox(read_roots(), Path.cwd())]
+    roots = file_roots(app, allow_folders)
+    sandboxes = [Sandbox(roots.roots, roots.cwd, deny_list(app))]
     recorded = recorded_roots(preview.get("roots"))
     if recorded:
         sandboxes.append(Sandbox(recorded, recorded[0]))
@@ -106,15 +112,16 @@ def write_planned(plan: PlannedEdit) -> tuple[Path, Path]:
                            hint="Nothing was written.") from None
 
 
-def offer_edits(screen: Any, previews: list[dict[str, Any]], kept: bool = True) -> None:
+def offer_edits(turns: Any, screen: Any, previews: list[dict[str, Any]]) -> None:
     """At the REPL: `y` applies each proposed edit of the answer with `localgpt apply`'s
-    checks (made before asking); `kept` False (--no-save): this is the only chance,
-    `apply` will not find it later."""
+    checks (made before asking) against the folders of this chat; when its turns are not
+    kept (--no-save) this is the only chance, `apply` will not find it later."""
+    kept = turns.kept
     for preview in previews:
         if preview.get("kind") != "edit":
             continue
         try:
-            plan = plan_preview(preview)
+            plan = plan_preview(turns.app, preview, allow_folders=turns.flags.allow_folders)
         except InvalidInput as exc:
             screen.note(f"Not applied: {exc}")
             continue
@@ -152,7 +159,7 @@ def apply(app: App, preview_id: str, trust_imported: bool, yes: bool) -> None:
     from localgpt_cli.render.tables import quote_path
 
     preview = find_preview(app.history(readonly=True), preview_id)
-    plan = plan_preview(preview, trust_imported)
+    plan = plan_preview(app, preview, trust_imported)
     refuse_without_terminal(yes, f"apply edit {preview['id']}")
     if not (yes and app.output.json):
         review(app.output, preview)

@@ -80,6 +80,9 @@ Examples:
 @click.option("--max-iterations", type=click.IntRange(min=1), default=10, show_default=True,
               help="Most model calls in one turn of the tool loop.")
 @click.option("--approve", is_flag=True, help="Ask y/n on the terminal before each tool call.")
+@click.option("--allow-folder", "allow_folders", multiple=True, metavar="PATH",
+              type=click.Path(exists=True, file_okay=False),
+              help="A folder the file tools may read too, this command only (repeatable).")
 @click.option("--rag/--no-rag", default=None,
               help="Retrieve from the knowledge base (default: when the collection has documents).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True,

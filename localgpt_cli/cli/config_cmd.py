@@ -38,7 +38,8 @@ def config(app: App) -> None:
                 {"type": "setting", "key": spec.key, "value": value, "source": source,
                  "env": spec.env, "help": spec.help}
             )
-        rows.append([spec.key, "" if value is None else value, source])
+        shown = ", ".join(value) if isinstance(value, tuple) else value  # [tools.files] lists
+        rows.append([spec.key, "" if shown is None else shown, source])
     for profile in settings.profiles.values():  # the key itself is never shown
         record = profile.to_record()
         if app.output.json:

@@ -69,7 +69,7 @@ def run_repl(turns: ChatTurns) -> None:
         if outcome.previews:
             from localgpt_cli.cli.apply import offer_edits
 
-            offer_edits(screen, outcome.previews, kept=turns.kept)
+            offer_edits(turns, screen, outcome.previews)
         last_answer = outcome.message_id or last_answer
 
 

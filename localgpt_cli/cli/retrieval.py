@@ -231,7 +231,7 @@ def chat_retriever(
         return Retrieved(
             query=query,
             mode=result.mode_used,
-            results=[source_result(h) for h in result.hits],
+            results=[source_result(h) for h in redacted_hits(app, result.hits)],
             dropped=[dropped_result(d) for d in result.dropped],
             warnings=notes + list(result.warnings),
         )
@@ -243,6 +243,25 @@ def tool_search(app: App) -> Callable[[str, int, str | None], list[Hit]]:
     """The knowledge-base search the `search_documents` tool calls: (query, k, coll) -> hits."""
 
     def run(query: str, k: int, collection: str | None) -> list[Hit]:
-        return list(query_collection(app, query, k=k, collection=collection).hits)
+        return redacted_hits(app, query_collection(app, query, k=k, collection=collection).hits)
 
     return run
+
+
+def redacted_hits(app: App, hits: Sequence[Hit]) -> list[Hit]:
+    """Passages on their way to a model with what looks like a secret replaced (redact.py),
+    and a warning naming the document and line: an ingested `.env` must not reach the
+    model, stdout or the history through retrieval either."""
+    from localgpt_cli.redact import Finding, redact, summary
+
+    for hit in hits:
+        clean, found = redact(hit.text)
+        if not found:
+            continue
+        hit.text = clean
+        if hit.line_start is not None:
+            found = [Finding(f.kind, hit.line_start + f.line - 1) for f in found]
+        where = "" if hit.line_start is not None else f" (lines of chunk {hit.chunk})"
+        app.output.warn("secret_redacted", f"{hit.path}: redacted {summary(found)}{where} "
+                        "from a retrieved passage before the model saw it")
+    return list(hits)

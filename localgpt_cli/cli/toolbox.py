@@ -8,22 +8,99 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from localgpt_cli.cli.app import App
-from localgpt_cli.config import cache_dir
-from localgpt_cli.errors import InvalidInput, UsageError, setting_error
+from localgpt_cli.config import cache_dir, config_file
+from localgpt_cli.errors import InvalidInput, LocalGPTError, UsageError, setting_error
 
 SELECTION_LIMIT = 12
 SELECTION_TOP_K = 6
 
 
-def _context(app: App, search: Any, no_search: str | None = None) -> Any:
-    """The ToolContext of this command: the client's web calls, the knowledge base search."""
+@dataclass(frozen=True)
+class FileRoots:
+    """The folders the file tools may read in this command. `excluded` says why the
+    current folder is not among them (`home` or `root`), or is None when it is."""
+
+    roots: tuple[str, ...]
+    cwd: str
+    excluded: str | None = None
+
+    def report(self) -> dict[str, Any] | None:
+        """`done.files`: said only when the current folder was left out."""
+        if self.excluded is None:
+            return None
+        return {"cwd": self.cwd, "cwd_excluded": self.excluded, "roots": list(self.roots)}
+
+
+def file_roots(app: App, allow_folders: Sequence[str] = (), cwd: str | None = None) -> FileRoots:
+    """What read_file, list_directory and propose_edit may see (and `apply` may write):
+    the current folder, the folders of `tools.files.folders` and `--allow-folder`.
+
+    The current folder is left out when it is $HOME or /: there it would hand the model
+    every file the user has. The ingested collection's roots then take its place.
+    """
+    here = os.path.realpath(cwd or os.getcwd())
+    home = os.path.realpath(Path.home())
+    excluded = "home" if here == home else "root" if here == os.sep else None
+    configured = app.settings.values.get("tools.files.folders") or ()
+    named = [os.path.realpath(os.path.expanduser(p)) for p in (*configured, *allow_folders)]
+    roots = [*collection_roots(app, home)] if excluded else [here]
+    roots += [p for p in named if p not in roots]
+    return FileRoots(tuple(roots), here, excluded)
+
+
+def collection_roots(app: App, home: str) -> list[str]:
+    """The folders the collection's documents were ingested from (a document lying in
+    $HOME or / itself is a root alone); none for a store that is not a folder here."""
+    from localgpt_cli.rag.manifest import OK, LocalFile, Manifest, manifest_file
+
+    settings = app.settings
+    file = manifest_file(settings.db_uri, settings.home_dir, settings.collection)
+    if not isinstance(file, LocalFile):
+        return []
+    try:
+        entries = Manifest.load(file, settings.db_uri, settings.collection).entries
+    except (OSError, LocalGPTError):
+        return []
+    folders = set()
+    for path, entry in entries.items():
+        if entry.status == OK:
+            parent = os.path.dirname(path)
+            folders.add(path if parent in (home, os.sep) else parent)
+    roots: list[str] = []
+    for folder in sorted(folders, key=len):
+        if not any(folder == r or folder.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            roots.append(folder)
+    return roots
+
+
+def deny_list(app: App) -> Any:
+    """The secrets rules of this command: the built-in ones over localgpt's own config
+    and history, with `tools.files.deny` and `tools.files.allow`."""
+    from localgpt_cli.tools.denylist import DenyList
+
+    settings = app.settings
+    home = settings.home_dir
+    return DenyList(own=[config_file(), home / "history.db", home / "memory.jsonl"],
+                    deny=settings.values.get("tools.files.deny") or (),
+                    allow=settings.values.get("tools.files.allow") or ())
+
+
+def _context(
+    app: App, search: Any, no_search: str | None = None, roots: FileRoots | None = None
+) -> Any:
+    """The ToolContext of this command: the client's web calls, the knowledge base search,
+    the file tools' roots and secrets rules."""
     from localgpt_cli.tools.registry import ToolContext
 
     client = app.client
+    roots = roots or file_roots(app)
     return ToolContext(
+        file_roots=roots.roots, include_cwd=False, deny=deny_list(app), warn=app.output.warn,
         search=search,
         # Ollama's hosted web tools; a provider without them offers none
         web_search=getattr(client, "web_search", None),
@@ -33,19 +110,14 @@ def _context(app: App, search: Any, no_search: str | None = None) -> Any:
     )
 
 
-def read_roots() -> list[Any]:
-    """The folders a chat started here lets read_file and propose_edit touch (`_context`
-    adds no roots to the current folder); `localgpt apply` allows the same, no more."""
-    from localgpt_cli.tools.registry import ToolContext
-
-    return ToolContext().read_roots()
-
-
-def build_registry(app: App, functions: Sequence[str] = (), search: Any = None) -> Any:
+def build_registry(
+    app: App, functions: Sequence[str] = (), search: Any = None, roots: FileRoots | None = None
+) -> Any:
     """Built-ins, plugins and --functions files; warnings go to stderr."""
     from localgpt_cli.tools.registry import build_registry
 
-    registry, warnings = build_registry(_context(app, search), functions_files=list(functions))
+    context = _context(app, search, roots=roots)
+    registry, warnings = build_registry(context, functions_files=list(functions))
     for warning in warnings:
         app.output.warn("tool_plugin", warning)
     return registry
@@ -130,7 +202,7 @@ def repl_tools(turns: Any, arg: str) -> str:
             flags = turns.flags
             toolbox = build_toolbox(turns.app, only=flags.only_tools, functions=flags.functions,
                                     approve=flags.approve, groups=groups, where="/tools",
-                                    search=turns.search)
+                                    search=turns.search, allow_folders=flags.allow_folders)
             known = list(dict.fromkeys(t.group for t in toolbox.tools))
         check_groups(groups, known, "/tools")
     except (UsageError, InvalidInput) as exc:
@@ -150,11 +222,13 @@ def build_toolbox(
     search: Any = None,
     groups: list[str] | None = None,
     where: str = "--tools",
+    allow_folders: Sequence[str] = (),
 ) -> Any:
     """The Toolbox for a turn: enabled tools, the allowed groups, selection, approval."""
     from localgpt_cli.kernel.session import Toolbox
 
-    registry = build_registry(app, functions, search)
+    roots = file_roots(app, allow_folders)
+    registry = build_registry(app, functions, search, roots)
     check_groups(groups, registry.groups(), where)
     if only:
         unknown = [n for n in only if n not in registry]
@@ -177,8 +251,25 @@ def build_toolbox(
         )
 
     toolbox = Toolbox(tools=list(registry), select=select,
-                      approve=_terminal_approval() if approve else None, groups=groups)
+                      approve=_terminal_approval() if approve else None, groups=groups,
+                      files=roots.report(), approve_network=_network_approval)
     return toolbox
+
+
+def _network_approval(name: str, arguments: dict[str, Any]) -> bool | None:
+    """Ask on the terminal before a tool sends data off the machine in a turn that has
+    read local files; None when there is no terminal to ask on (the call is refused)."""
+    from localgpt_cli.render.chat import tool_line
+
+    try:
+        tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with tty:
+        tty.write(f"This turn has read local files. Send {tool_line(name, arguments)} off "
+                  "this machine? [y/N] ".encode())
+        answer = tty.readline().decode(errors="replace").strip().lower()
+    return answer in ("y", "yes")
 
 
 def _terminal_approval() -> Any:

@@ -50,6 +50,7 @@ class ChatFlags:
     functions: tuple[str, ...]
     max_iterations: int
     approve: bool
+    allow_folders: tuple[str, ...]  # --allow-folder: roots of the file tools for this command
     # the knowledge base
     rag: bool | None
     k: int
@@ -141,7 +142,7 @@ class ChatTurns:
         """Run one turn through a renderer; the exit code is 130 when interrupted."""
         from localgpt_cli.kernel.session import Turn
         from localgpt_cli.render.chat import chat_renderer
-        from localgpt_cli.render.memory import explain_memory
+        from localgpt_cli.render.explain import explain_packet
 
         app = self.app
         turn = Turn(app.client, app.catalog, request, store=self.store,
@@ -152,8 +153,8 @@ class ChatTurns:
             for packet in turn:
                 renderer.packet(packet)
                 # like the sources table: --json's packet already carries it
-                if packet["type"] == "memory" and self.flags.explain and not app.output.json:
-                    explain_memory(app.output.stderr, packet["payload"])
+                if self.flags.explain and not app.output.json:
+                    explain_packet(app.output.stderr, packet)
         except KeyboardInterrupt:
             for packet in turn.abort():
                 renderer.packet(packet)
@@ -287,7 +288,7 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
 
         toolbox = build_toolbox(app, only=flags.only_tools, functions=flags.functions,
                                 approve=flags.approve, groups=groups, where=where,
-                                search=search)
+                                search=search, allow_folders=flags.allow_folders)
     return retriever, toolbox, search
 
 
@@ -301,6 +302,7 @@ def stdin_text(app: App) -> str | None:
     """
     from localgpt_cli.rag.decode import decode_text
     from localgpt_cli.rag.filetypes import SNIFF_BYTES, looks_binary
+    from localgpt_cli.redact import redact, summary
 
     stream = sys.stdin
     if stream is None or stream.closed:
@@ -320,6 +322,10 @@ def stdin_text(app: App) -> str | None:
     text, warning = decode_text(data + stream.buffer.read())
     if warning:
         app.output.warn("stdin_encoding", f"stdin: {warning}")
+    text, found = redact(text)  # a piped .env or log goes to the model and the history
+    if found:
+        app.output.warn("secret_redacted", f"stdin: redacted {summary(found)} before the "
+                        "model saw it")
     return text if text.strip() else None
 
 

@@ -32,6 +32,7 @@ DEFAULT_MAX_ITERATIONS = 10
 REPEAT_LIMIT = 3
 
 Approve = Callable[[str, dict[str, Any]], bool]
+ApproveNetwork = Callable[[str, dict[str, Any]], "bool | None"]  # None: no terminal to ask
 OnMessage = Callable[[dict[str, Any]], None]
 
 
@@ -47,6 +48,16 @@ class LoopState:
     normalizer: Normalizer | None = None
     used_tools: list[str] = field(default_factory=list)  # tools that ran, in order, once each
     previews: list[dict[str, Any]] = field(default_factory=list)  # shown to the user, in order
+    read_local: bool = False  # local files are in the context: a network tool must ask
+
+
+def holds_local_data(messages: list[dict[str, Any]], tools: Sequence[Tool], attached: bool) -> bool:
+    """Whether a turn starts with local file content in its context: `attached` (--file,
+    retrieved passages), or the result of a tool that reads local files in an earlier
+    turn that conversation memory sends again (the way out must not wait one turn)."""
+    local = {t.name for t in tools if t.reads_local}
+    return attached or any(m.get("role") == "tool" and m.get("tool_name") in local
+                           for m in messages)
 
 
 def _add(total: int | None, part: int | None) -> int | None:
@@ -71,6 +82,8 @@ class AgentLoop:
         stream: bool = True,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         approve: Approve | None = None,
+        approve_network: ApproveNetwork | None = None,
+        read_local: bool = False,
         on_message: OnMessage | None = None,
         warn: Warn | None = None,
     ) -> None:
@@ -85,9 +98,10 @@ class AgentLoop:
         self.stream = stream
         self.max_iterations = max_iterations
         self.approve = approve
+        self.approve_network = approve_network
         self.on_message = on_message or (lambda message: None)
         self.warn = warn or (lambda code, message: None)
-        self.state = LoopState()
+        self.state = LoopState(read_local=read_local)
         self._call_seq = 0
         self._last_signature: str | None = None
         self._repeats = 0
@@ -220,8 +234,12 @@ class AgentLoop:
             available = ", ".join(self.enabled) or "none"
             return (f"Error: there is no tool named {call.name!r}. "
                     f"Available tools: {available}."), False, None
+        if tool.network and self.state.read_local:
+            refused = self._way_out(call)
+            if refused:
+                return refused, False, None
         # A preview acts on nothing, so there is nothing to approve.
-        if not tool.preview and self.approve is not None and not self.approve(
+        elif not tool.preview and self.approve is not None and not self.approve(
             call.name, call.arguments
         ):
             return "Error: the user declined to run this tool call.", False, None
@@ -230,9 +248,25 @@ class AgentLoop:
         try:
             if tool.preview:
                 return self._preview(tool, call.arguments)
-            return tool.run(call.arguments), True, None
+            result = tool.run(call.arguments)
         except ToolError as exc:
             return f"Error: {exc}", False, None
+        self.state.read_local = self.state.read_local or tool.reads_local
+        return result, True, None
+
+    def _way_out(self, call: ToolCallRequest) -> str | None:
+        """Private data, untrusted text and a way out in one turn: once local files were
+        read, a tool that sends data off the machine runs only if the user says yes on a
+        terminal. The refusal the model reads, or None when the user approved."""
+        asked = self.approve_network(call.name, call.arguments) if self.approve_network else None
+        if asked:
+            return None
+        if asked is None:
+            return (f"Error: {call.name} sends data off this machine and this turn has read "
+                    "local files, so it needs the user's approval on a terminal, and there "
+                    "is none to ask on. It was not run.")
+        return (f"Error: the user declined to let {call.name} send data off this machine "
+                "after this turn read local files. It was not run.")
 
     def _preview(
         self, tool: Tool, arguments: dict[str, Any]

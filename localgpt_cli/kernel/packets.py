@@ -75,6 +75,7 @@ class PacketFactory:
         cut: list[dict[str, Any]] | None = None,
         selection: dict[str, Any] | None = None,
         grounded: bool | None = None,
+        files: dict[str, Any] | None = None,
     ) -> StreamPacket:
         payload: dict[str, Any] = {
             "reason": reason,
@@ -93,4 +94,6 @@ class PacketFactory:
             payload["selection"] = selection
         if grounded is not None:  # only when the knowledge base was searched
             payload["grounded"] = grounded
+        if files is not None:  # only when the current folder ($HOME, /) was not a root
+            payload["files"] = files
         return self.make("done", payload)

@@ -31,7 +31,7 @@ from localgpt_cli.kernel.context import (
     prompt_budget,
 )
 from localgpt_cli.kernel.grounding import ContextFile, Retriever, files_block
-from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
+from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve, holds_local_data
 from localgpt_cli.kernel.memory import MemorySettings, episodes, recall
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
@@ -58,6 +58,8 @@ class Toolbox:
     select: Callable[[list[Tool], str], Selection] | None = None
     approve: Approve | None = None
     groups: list[str] | None = None  # the context filter `select` applies (None: all)
+    files: dict[str, Any] | None = None  # `done.files`: the current folder was left out
+    approve_network: Callable[[str, dict[str, Any]], bool | None] | None = None  # kernel/loop
 
 
 @dataclass
@@ -176,6 +178,9 @@ class Turn:
                 think=plan.think, options=options, stream=request.stream,
                 max_iterations=request.max_iterations,
                 approve=self.toolbox.approve if self.toolbox else None,
+                approve_network=self.toolbox.approve_network if self.toolbox else None,
+                read_local=holds_local_data(messages, enabled, bool(request.files or (
+                    self.grounding and self.grounding.kept))),
                 on_message=self._store_step, warn=self.warn,
             )
             yield from self.loop.run(messages)
@@ -387,4 +392,5 @@ class Turn:
             cut=self.cuts,
             selection=self.selection.report() if self.selection else None,
             grounded=grounded(self.grounding),
+            files=self.toolbox.files if self.toolbox else None,
         )

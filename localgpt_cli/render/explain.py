@@ -7,7 +7,8 @@ a person can read next to the answer; scripts read the packet itself (`--json`).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import IO, Any
 
 SCORE_ORDER = ("vector", "bm25", "fused", "rerank", "gate", "model_rerank", "model_gate")
 
@@ -59,3 +60,22 @@ def explain_lines(payload: dict[str, Any]) -> list[str]:
         lines.append(f"condensed: none ({payload.get('fallback_reason')}); "
                      "the kept passages went verbatim")  # fmt: skip
     return lines
+
+
+def explain_packet(stream: IO[str], packet: Mapping[str, Any]) -> None:
+    """What `--explain` adds on stderr for a packet besides the sources table: the memory
+    report, and at `done` why the file tools did not see the current folder."""
+    from localgpt_cli.render.memory import explain_memory
+
+    payload = packet["payload"]
+    if packet["type"] == "memory":
+        explain_memory(stream, payload)
+    elif packet["type"] == "done" and payload.get("files"):
+        stream.write(files_line(payload["files"]) + "\n")
+
+
+def files_line(files: dict[str, Any]) -> str:
+    """`Files: … is your home folder, so the file tools read only …`."""
+    where = "your home folder" if files["cwd_excluded"] == "home" else "the root folder"
+    roots = ", ".join(files["roots"]) or "no folder (add one with --allow-folder PATH)"
+    return f"Files: {files['cwd']} is {where}, not a root of the file tools; they read {roots}."

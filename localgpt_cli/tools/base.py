@@ -44,7 +44,10 @@ class Tool:
     `core` tools are offered on every turn whatever the selection says, as long as
     their `group` is allowed (`chat --tools files,web` keeps only those groups). A
     `preview` tool never acts: its handler returns a `Preview` (tools/preview.py) that
-    the user is shown, and the model only learns that it was sent.
+    the user is shown, and the model only learns that it was sent. A `network` tool
+    sends data off the machine (web_fetch; a plugin declares it so): once a turn has
+    read local files (`reads_local` tools, --file, retrieved passages), it runs only with
+    the user's yes on a terminal.
     """
 
     name: str
@@ -56,6 +59,8 @@ class Tool:
     source: str = "builtin"
     group: str = DEFAULT_GROUP
     preview: bool = False
+    network: bool = False
+    reads_local: bool = False
 
     def __post_init__(self) -> None:
         check_definition(self)
@@ -123,6 +128,7 @@ def describe(tool: Tool) -> dict[str, Any]:
         "group": tool.group,
         "core": tool.core,
         "preview": tool.preview,
+        "network": tool.network,
         "parameters": tool.parameters,
     }
 

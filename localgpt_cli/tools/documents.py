@@ -81,4 +81,5 @@ def search_documents_tool(search: SearchFn, default_k: int = 5) -> Tool:
         ),
         core=True,
         group="knowledge",
+        reads_local=True,
     )

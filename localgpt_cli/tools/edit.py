@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.tools.base import ToolError
-from localgpt_cli.tools.files import Sandbox
 from localgpt_cli.tools.patch import apply_hunks, parse_diff, read_text, sha256, write_atomic
+from localgpt_cli.tools.sandbox import Sandbox
 
 
 @dataclass

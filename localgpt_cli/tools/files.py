@@ -1,11 +1,11 @@
 """The file tools: `read_file` and `list_directory`, confined to allowed folders.
 
-A model can be talked into asking for `~/.ssh/id_rsa` by any document it reads, so the
-sandbox decides on the *resolved* path: `..` and symlinks are resolved first, then the
-result must lie inside one of the allowed roots (by default the current directory and
-the roots of the ingested collection). System trees, devices, pipes and binaries are
-refused, and what comes back is capped with a visible marker so the model knows it saw
-only part of the file and how to ask for more.
+Every path goes through the `Sandbox` (tools/sandbox.py): `..` and symlinks resolved,
+then the allowed roots (by default the current directory; not $HOME or /, see
+cli/toolbox.file_roots), the system trees and the secrets rules (tools/denylist.py).
+A file starting like a private key is refused, and what a read returns has its secrets
+redacted. Devices, pipes and binaries are refused, and what comes back is capped with a
+visible marker so the model knows it saw only part of the file and how to ask for more.
 """
 
 from __future__ import annotations
@@ -18,52 +18,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from localgpt_cli.tools.base import Tool, ToolError
+from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
+from localgpt_cli.tools.sandbox import Sandbox, Warn
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_LIMIT = 100_000
 MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200
 SNIFF_BYTES = 8192
-SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
-
-
-def _is_within(path: Path, root: Path) -> bool:
-    return path.is_relative_to(root)
-
-
-class Sandbox:
-    """Allowed roots, and the one place that turns a model's path into a real one."""
-
-    def __init__(self, roots: Sequence[Path | str], base: Path | str | None = None):
-        self.base = Path(base) if base is not None else Path.cwd()
-        resolved: list[Path] = []
-        for root in roots:
-            real = Path(os.path.realpath(Path(root).expanduser()))
-            if real not in resolved:
-                resolved.append(real)
-        self.roots = tuple(resolved)
-
-    def roots_text(self) -> str:
-        return ", ".join(str(r) for r in self.roots) or "none configured"
-
-    def refuse(self, path: str, why: str) -> ToolError:
-        return ToolError(f"refused: {path} {why}; allowed folders: {self.roots_text()}")
-
-    def resolve(self, path: str) -> Path:
-        """The real path behind `path`, or a ToolError if it leaves the sandbox."""
-        if not path.strip():
-            raise ToolError("the path is empty")
-        if "\x00" in path:
-            raise self.refuse(repr(path), "contains a NUL byte")
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.base / candidate
-        real = Path(os.path.realpath(candidate))
-        if any(_is_within(real, tree) for tree in SYSTEM_TREES):
-            raise self.refuse(path, "is in a system folder (/proc, /sys, /dev)")
-        if not any(_is_within(real, root) for root in self.roots):
-            raise self.refuse(path, "is outside the allowed folders")
-        return real
 
 
 def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result]:
@@ -83,6 +45,12 @@ def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result
     except OSError as exc:
         raise ToolError(f"cannot open {path}: {exc.strerror}") from None
     info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        try:
+            sandbox.check_head(real, path, os.pread(fd, HEAD_BYTES, 0))
+        except ToolError:
+            os.close(fd)
+            raise
     if stat.S_ISDIR(info.st_mode):
         os.close(fd)
         raise ToolError(f"{path} is a directory: use list_directory to see what it holds")
@@ -92,8 +60,12 @@ def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result
     return os.fdopen(fd, "rb"), info
 
 
-def _page_of(text: str, page: int | None, max_chars: int, total_note: str) -> str:
-    """One window of `max_chars` characters, with a marker when the text goes on."""
+def _page_of(
+    sandbox: Sandbox, path: str, text: str, page: int | None, max_chars: int, total_note: str
+) -> str:
+    """One window of `max_chars` characters, secrets redacted, with a marker when the
+    text goes on. Only the window (and a margin) is scanned for secrets, so a page of a
+    long file costs what it did before redaction."""
     total = len(text)
     pages = max(1, math.ceil(total / max_chars))
     number = page or 1
@@ -102,10 +74,11 @@ def _page_of(text: str, page: int | None, max_chars: int, total_note: str) -> st
             f"page {number} is out of range: the text has {pages} page(s) of {max_chars} characters"
         )
     start = (number - 1) * max_chars
-    part = text[start : start + max_chars]
+    stop = min(total, start + max_chars)
+    part = sandbox.redacted_part(text, start, stop, path)
     if pages == 1 and not total_note:
         return part
-    shown = f"{len(part)}" if number == 1 else f"characters {start + 1}-{start + len(part)}"
+    shown = f"{stop - start}" if number == 1 else f"characters {start + 1}-{stop}"
     more = f"; pass page={number + 1} to continue" if number < pages else ""
     return (
         f"{part}\n[… truncated: showed {shown} of {total} characters{total_note} "
@@ -162,7 +135,7 @@ def read_file(
         head = fh.read(SNIFF_BYTES)
         if head.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
             fh.seek(0)
-            return _read_pdf(fh, path, page, max_chars)
+            return sandbox.redacted(_read_pdf(fh, path, page, max_chars), path)
         if b"\x00" in head:
             raise ToolError(
                 f"refused: {path} looks like a binary file ({_human_size(info.st_size)}); "
@@ -176,7 +149,7 @@ def read_file(
             f" read from the first {_human_size(MAX_READ_BYTES)} of a "
             f"{_human_size(info.st_size)} file"
         )
-    return _page_of(text, page, max_chars, note)
+    return _page_of(sandbox, path, text, page, max_chars, note)
 
 
 def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False) -> str:
@@ -191,19 +164,34 @@ def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False)
             entries = list(it)
     except PermissionError:
         raise ToolError(f"permission denied: {path}") from None
+    entries = [e for e in entries if sandbox.deny.rule_for(_target(real, e)) is None]
     hidden = sum(1 for e in entries if e.name.startswith("."))
     if not show_hidden:
         entries = [e for e in entries if not e.name.startswith(".")]
     entries.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()))
-    lines = [f"{real} ({len(entries)} entries"]
+    shown: list[os.DirEntry[str]] = []
+    examined = 0
+    for entry in entries:  # a file is opened only when it would be shown
+        if len(shown) == MAX_ENTRIES:
+            break
+        examined += 1
+        if not (entry.is_file() and sandbox.starts_like_a_key(real / entry.name)):
+            shown.append(entry)
+    total = len(entries) - (examined - len(shown))
+    lines = [f"{real} ({total} entries"]
     if hidden and not show_hidden:
         lines[0] += f"; {hidden} hidden not shown, pass show_hidden=true to see them"
     lines[0] += ")"
-    for entry in entries[:MAX_ENTRIES]:
-        lines.append(_entry_line(entry))
-    if len(entries) > MAX_ENTRIES:
-        lines.append(f"[… truncated: showed {MAX_ENTRIES} of {len(entries)} entries]")
+    lines.extend(_entry_line(entry) for entry in shown)
+    if total > MAX_ENTRIES:
+        lines.append(f"[… truncated: showed {MAX_ENTRIES} of {total} entries]")
     return "\n".join(lines)
+
+
+def _target(folder: Path, entry: os.DirEntry[str]) -> Path:
+    """The path the secrets rules judge an entry by: a symlink's target, resolved."""
+    path = folder / entry.name
+    return Path(os.path.realpath(path)) if entry.is_symlink() else path
 
 
 def _entry_line(entry: os.DirEntry[str]) -> str:
@@ -224,9 +212,12 @@ def file_tools(
     roots: Sequence[Path | str],
     base: Path | str | None = None,
     default_max_chars: int = DEFAULT_MAX_CHARS,
+    deny: DenyList | None = None,
+    warn: Warn | None = None,
 ) -> list[Tool]:
-    """`read_file` and `list_directory` over one sandbox."""
-    sandbox = Sandbox(roots, base)
+    """`read_file` and `list_directory` over one sandbox (`deny`: the secrets rules,
+    built-in ones by default; `warn(code, message)`: where a redaction is reported)."""
+    sandbox = Sandbox(roots, base, deny, warn)
     where = f"Allowed folders: {sandbox.roots_text()}."
     return [_read_tool(sandbox, where, default_max_chars), _list_tool(sandbox, where)]
 
@@ -273,6 +264,7 @@ def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
         ),
         core=True,
         group="files",
+        reads_local=True,
     )
 
 
@@ -310,4 +302,5 @@ def _list_tool(sandbox: Sandbox, where: str) -> Tool:
         ),
         core=True,
         group="files",
+        reads_local=True,
     )

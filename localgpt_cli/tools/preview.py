@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.tools.base import Tool, ToolError
-from localgpt_cli.tools.files import Sandbox
+from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
 from localgpt_cli.tools.patch import apply_hunks, parse_diff, read_text, sha256, unified
+from localgpt_cli.tools.sandbox import Sandbox
 
 MAX_COMMAND_CHARS = 4_000
 PREVIEW_KINDS = ("command", "edit", "file")
@@ -86,10 +87,12 @@ def recorded_roots(value: Any) -> list[str] | None:
     return list(value) if ok else None
 
 
-def preview_tools(roots: Sequence[Path | str], base: Path | str | None = None) -> list[Tool]:
+def preview_tools(
+    roots: Sequence[Path | str], base: Path | str | None = None, deny: DenyList | None = None
+) -> list[Tool]:
     """`propose_command` (group shell) and `propose_edit` (group files, over the read_file
     roots)."""
-    sandbox = Sandbox(roots, base)
+    sandbox = Sandbox(roots, base, deny)
     return [_command_tool(), _edit_tool(sandbox)]
 
 
@@ -108,6 +111,7 @@ def propose_command(command: str, explanation: str = "") -> Preview:
 def propose_edit(sandbox: Sandbox, path: str, diff: str, explanation: str = "") -> Preview:
     real = sandbox.resolve(path)
     data, before = read_text(real, path)
+    sandbox.check_head(real, path, data[:HEAD_BYTES])
     after = apply_hunks(before, parse_diff(diff))
     if after == before:
         raise ToolError("the diff changes nothing in the file")
@@ -172,5 +176,6 @@ def _edit_tool(sandbox: Sandbox) -> Tool:
         examples=("fix the typo in README.md", "change the port in config.toml to 8080",
                   "add a .gitignore entry for build/"),
         group="files",
+        reads_local=True,
         preview=True,
     )

@@ -18,8 +18,9 @@ from typing import Any, NoReturn
 from localgpt_cli.errors import NotFound, UsageError
 from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.calculator import calculator_tool
+from localgpt_cli.tools.denylist import DenyList
 from localgpt_cli.tools.documents import SearchFn, search_documents_tool
-from localgpt_cli.tools.files import DEFAULT_MAX_CHARS, file_tools
+from localgpt_cli.tools.files import DEFAULT_MAX_CHARS, Warn, file_tools
 from localgpt_cli.tools.functions import load_functions_file
 from localgpt_cli.tools.preview import preview_tools
 from localgpt_cli.tools.web import WebFetchFn, WebSearchFn, web_tools
@@ -94,7 +95,8 @@ class ToolContext:
 
     `file_roots` are added to the current directory (unless `include_cwd` is False) as
     the folders read_file/list_directory may see, typically the ingested collection's
-    roots. `search` is the knowledge base as (query, k, collection) -> hits; without it
+    roots. `deny` is the secrets rules (built-in ones when None), `warn` where a redacted
+    secret is reported. `search` is the knowledge base as (query, k, collection) -> hits; without it
     there is no search_documents, and `no_search` says why (`tools list` shows it). The
     web tools need both callables and an API key.
     """
@@ -103,6 +105,8 @@ class ToolContext:
     include_cwd: bool = True
     cwd: Path | None = None
     read_max_chars: int = DEFAULT_MAX_CHARS
+    deny: DenyList | None = None
+    warn: Warn | None = None
     search: SearchFn | None = None
     no_search: str = "there is no knowledge base (add documents with `localgpt ingest PATH`)"
     search_k: int = 5
@@ -136,7 +140,8 @@ def builtin_listing(context: ToolContext) -> list[tuple[Tool, str | None]]:
     roots = context.read_roots()
     listing: list[tuple[Tool, str | None]] = [
         (tool, None)
-        for tool in (calculator_tool(), *file_tools(roots, cwd, context.read_max_chars))
+        for tool in (calculator_tool(),
+                     *file_tools(roots, cwd, context.read_max_chars, context.deny, context.warn))
     ]
     if context.search is not None:
         listing.append((search_documents_tool(context.search, context.search_k), None))
@@ -148,7 +153,7 @@ def builtin_listing(context: ToolContext) -> list[tuple[Tool, str | None]]:
     else:
         why = "needs OLLAMA_API_KEY (Ollama's hosted web search)"
         listing.extend((tool, why) for tool in web_tools(_refusing(why), _refusing(why)))
-    listing.extend((tool, None) for tool in preview_tools(roots, cwd))
+    listing.extend((tool, None) for tool in preview_tools(roots, cwd, context.deny))
     return listing
 
 

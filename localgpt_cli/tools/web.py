@@ -94,6 +94,7 @@ def _search_tool(search: WebSearchFn) -> Tool:
         },
         handler=run_search,
         group="web",
+        network=True,
         examples=(
             "what is the latest Python release?",
             "search the web for today's weather in Paris",
@@ -125,6 +126,7 @@ def _fetch_tool(fetch: WebFetchFn) -> Tool:
         },
         handler=run_fetch,
         group="web",
+        network=True,
         examples=(
             "open https://ollama.com/blog and summarise it",
             "what does this page say: https://example.com/docs",

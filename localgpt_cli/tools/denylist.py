@@ -1,0 +1,100 @@
+"""The files the file tools never read, whatever folder they sit in.
+
+The sandbox keeps a model inside the allowed folders, but a shell user's folder is often
+`$HOME`, and a model can be talked into asking for `~/.ssh/id_rsa` by any document it
+reads. So the credentials every developer machine holds are refused by name, on the
+*resolved* path (after `..` and symlinks), and a file that starts like a private key is
+refused by its first bytes whatever it is called. A refusal names the rule, never the
+content. `tools.files.deny` adds glob patterns; a built-in rule is lifted only for a path
+the user names in `tools.files.allow` (a file, or a folder and what is inside it).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+# Folders under $HOME that hold nothing but credentials.
+HOME_FOLDERS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube")
+# Single files under $HOME that hold passwords or tokens.
+HOME_FILES = (".docker/config.json", ".netrc", ".pgpass", ".git-credentials")
+# Names refused wherever they are: environment files, keys and certificates with keys.
+NAME_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "*.p12")
+# The header of any PEM private key (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP's block).
+PRIVATE_KEY_HEADER = re.compile(
+    rb"(?:\xef\xbb\xbf)?\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+)
+HEAD_BYTES = 1024  # what is read of a file to look at how it starts
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+class DenyList:
+    """The built-in rules over `home`, the user's `deny` patterns and `allow` paths.
+
+    `own` are localgpt's own files (its config and history), refused like credentials:
+    the history may hold every earlier conversation, the config a database URL.
+    """
+
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        own: Sequence[str | Path] = (),
+        deny: Sequence[str] = (),
+        allow: Sequence[str | Path] = (),
+    ) -> None:
+        self.home = _real(home if home is not None else Path.home())
+        self.own = tuple(_real(p) for p in own)
+        self.deny = tuple(os.path.expanduser(p) for p in deny)
+        self.allow = tuple(_real(p) for p in allow)
+
+    def rule_for(self, real: Path) -> str | None:
+        """The rule that refuses the resolved path `real`, or None."""
+        for pattern in self.deny:
+            if _denied_by_pattern(real, pattern):
+                return f"tools.files.deny {pattern!r}"
+        if any(_inside(real, allowed) for allowed in self.allow):
+            return None
+        return self._builtin(real)
+
+    def _builtin(self, real: Path) -> str | None:
+        for folder in HOME_FOLDERS:
+            if _inside(real, self.home / folder):
+                return f"~/{folder} (credentials)"
+        for name in HOME_FILES:
+            if real == self.home / name:
+                return f"~/{name} (credentials)"
+        for own in self.own:
+            if real == own or (real.parent == own.parent and real.name.startswith(own.name + "-")):
+                return f"localgpt's own {own.name}"
+        for pattern in NAME_PATTERNS:
+            if fnmatch.fnmatchcase(real.name, pattern):
+                return f"{pattern} (keys and environment files)"
+        if real.name.startswith("id_") and not real.name.endswith(".pub"):
+            return "id_* without .pub (SSH private keys)"
+        return None
+
+    def rule_for_head(self, real: Path, head: bytes) -> str | None:
+        """The rule that refuses a file starting with `head` (its first bytes), or None."""
+        if any(_inside(real, allowed) for allowed in self.allow):
+            return None
+        if PRIVATE_KEY_HEADER.match(head[:HEAD_BYTES]):
+            return "a private-key header (-----BEGIN … PRIVATE KEY-----)"
+        return None
+
+
+def _denied_by_pattern(real: Path, pattern: str) -> bool:
+    """A pattern with a `/` matches the full path or a folder above it; one without
+    matches a file or folder name anywhere on the path."""
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in real.parts)
+    return any(fnmatch.fnmatchcase(str(p), pattern) for p in (real, *real.parents))
