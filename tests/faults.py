@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -59,19 +59,15 @@ class Faults:
 
     def resume(self) -> None:
         for pid in self.paused:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
         self.paused.clear()
 
     def kill(self) -> None:
         """SIGKILL: connections are cut at once, nothing is flushed or said."""
         for pid in self.component.pids():
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def restart(self) -> None:
         self.kill()

@@ -161,6 +161,7 @@ def test_every_field_survives_a_round_trip_through_the_store(opener, clock: Cloc
             thinking="The user wants arithmetic.",
             tool_calls=calls,
             metadata=meta,
+            reply_to=user.id,
         )
         tool = s.add_message(conv.id, "tool", "4", tool_name="calculator", tool_call_id="call_1")
     with opener(clock=None) as s:
@@ -189,6 +190,7 @@ def test_every_field_survives_a_round_trip_through_the_store(opener, clock: Cloc
         "tool_call_id": None,
         "metadata": meta,
         "created_at": "2026-03-01T12:00:01.000Z",
+        "reply_to": user.id,
     }
 
 

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from localgpt_cli.pairing import paired
 from localgpt_cli.history.types import Conversation, Message
 
 _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
@@ -46,7 +47,7 @@ def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
             ]
         ),
     ]
-    for message in messages:
+    for message in paired(messages):  # each answer after its question (pairing.py)
         parts.extend(_message_blocks(message))
     return "\n\n".join(parts) + "\n"
 

@@ -75,6 +75,7 @@ class PacketFactory:
         cut: list[dict[str, Any]] | None = None,
         selection: dict[str, Any] | None = None,
         grounded: bool | None = None,
+        store_error: dict[str, Any] | None = None,
     ) -> StreamPacket:
         payload: dict[str, Any] = {
             "reason": reason,
@@ -93,4 +94,6 @@ class PacketFactory:
             payload["selection"] = selection
         if grounded is not None:  # only when the knowledge base was searched
             payload["grounded"] = grounded
+        if store_error is not None:  # the answer was not stored: why (the exit code's error)
+            payload["store_error"] = store_error
         return self.make("done", payload)

@@ -122,6 +122,8 @@ class Turn:
         self.finished = False
         self.conversation_id = request.conversation_id
         self.message_id: str | None = None
+        self.question_id: str | None = None  # the stored question: what the answer replies to
+        self.store_error: LocalGPTError | None = None  # the answer could not be stored
         self.loop: AgentLoop | None = None
         self.user_content = request.user_content()  # as sent, once fitted to the context
         self.cuts: list[dict[str, Any]] = []  # what was cut to fit, for `done` and history
@@ -242,10 +244,13 @@ class Turn:
             stored = self.store.messages(self.conversation_id)
         current = {"role": "user", "content": self.user_content}
         if self.store is not None:  # --no-save: the store is this process's memory
-            if self.conversation_id is None:
-                self.conversation_id = self.store.create_conversation(request.model).id
-            self.store.add_message(self.conversation_id, "user", current["content"])
-            self._user_stored = True
+            if self.conversation_id is None:  # with its first question, or not at all
+                question = self.store.start_conversation(request.model, current["content"])
+                self.conversation_id = question.conversation_id
+            else:
+                question = self.store.add_message(self.conversation_id, "user",
+                                                  current["content"])  # fmt: skip
+            self.question_id, self._user_stored = question.id, True
         history = self._recall(stored, budget - pinned_tokens - message_tokens(current))
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
@@ -314,15 +319,16 @@ class Turn:
             self.store.add_message(
                 self.conversation_id, "tool", message["content"],
                 tool_name=message["tool_name"], tool_call_id=message["tool_call_id"],
-                metadata={"ok": message["ok"]} | (
+                reply_to=self.question_id, metadata={"ok": message["ok"]} | (
                     {"preview": message["preview"]} if message.get("preview") else {}),
             )
         else:
             self.store.add_message(
                 self.conversation_id, "assistant", message["content"],
                 thinking=message.get("thinking"), tool_calls=message["tool_calls"],
-                metadata={"model": self.request.model, "provider": self.request.provider,
-                          "step": "tool_calls"},
+                reply_to=self.question_id, metadata={
+                    "model": self.request.model, "provider": self.request.provider,
+                    "step": "tool_calls"},
             )
 
     def _persist(self, reason: str, timings: dict[str, int | None]) -> None:
@@ -357,6 +363,7 @@ class Turn:
             normalizer.answer if normalizer else "",
             thinking=(normalizer.reasoning or None) if normalizer else None,
             metadata=metadata,
+            reply_to=self.question_id,
         )
         self.message_id = message.id
 
@@ -370,8 +377,9 @@ class Turn:
         }
         try:
             self._persist(reason, timings)
-        except LocalGPTError as exc:
-            self.warn(exc.code, f"the answer could not be stored: {exc}")
+        except LocalGPTError as exc:  # the store already tried again (postgres.py)
+            self.store_error = exc  # said in `done` and by the caller, which exits with it
+            self.error = self.error or exc
         return self.factory.done(
             reason,
             model=self.request.model,
@@ -387,4 +395,5 @@ class Turn:
             cut=self.cuts,
             selection=self.selection.report() if self.selection else None,
             grounded=grounded(self.grounding),
+            store_error=self.store_error.to_payload() if self.store_error else None,
         )
