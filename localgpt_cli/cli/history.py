@@ -19,9 +19,9 @@ from localgpt_cli.cli.apply import last_preview
 from localgpt_cli.cli.confirm import ask, refuse_without_terminal, yes_option
 from localgpt_cli.cli.history_transfer import import_cmd, write_private
 from localgpt_cli.errors import AmbiguousId, NotFound, UsageError
-from localgpt_cli.pairing import paired
 from localgpt_cli.history.prune import count_older, cutoff, parse_age, spell_age
 from localgpt_cli.history.short_ids import short_ids
+from localgpt_cli.pairing import paired
 from localgpt_cli.render.history import (
     hit_marks,
     print_conversations,

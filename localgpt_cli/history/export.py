@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-from localgpt_cli.pairing import paired
 from localgpt_cli.history.types import Conversation, Message
+from localgpt_cli.pairing import paired
 
 _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 # done reasons that mean the answer did not end normally ("incomplete": an answer row

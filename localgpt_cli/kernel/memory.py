@@ -33,10 +33,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput
-from localgpt_cli.pairing import paired
 from localgpt_cli.kernel.conflicts import FileFacts, facts
 from localgpt_cli.kernel.context import message_tokens
 from localgpt_cli.kernel.terms import relevance
+from localgpt_cli.pairing import paired
 
 Chat = dict[str, Any]
 
