@@ -69,7 +69,6 @@ def fault_server() -> Iterator[Server]:
     try:
         yield server
     finally:
-        Faults(server).resume()
         server.stop()
 
 
@@ -90,7 +89,6 @@ def fault_db(fault_server: Server, standin, isolated_env) -> Iterator[str]:
         store.add_message(cid, "user", "an earlier question")
         store.add_message(cid, "assistant", "an earlier answer")
     yield url
-    Faults(fault_server).resume()
     if fault_server.postmaster() is None:
         fault_server.start()
 

@@ -7,7 +7,8 @@ A server that stalls must not hang `chat`, so nothing here waits without a limit
   the URL (`?options=-c%20lock_timeout%3D2s`), whose settings come last and win;
 - on this side, for a server that stops answering altogether (SIGSTOPped, a cable
   pulled): every wait on the socket ends after the session's statement_timeout plus
-  CLIENT_MARGIN s (`BoundedConnection`), and TCP keepalives notice a dead peer.
+  CLIENT_MARGIN s (`BoundedConnection`); TCP keepalives and tcp_user_timeout drop a
+  connection to a peer that is gone.
 A lock or statement timeout is "busy" (LockBusy, exit 75), anything else that cuts the
 conversation with the server "unreachable" (exit 3), a missing database a setting
 (exit 6, naming it), refused credentials exit 77; each one line naming the server by
@@ -76,6 +77,7 @@ def _connect(url: str) -> BoundedConnection:
     conn = BoundedConnection.connect(
         url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="localgpt",
         keepalives=1, keepalives_idle=10, keepalives_interval=5, keepalives_count=3,
+        tcp_user_timeout=int((STATEMENT_TIMEOUT_MS / 1000 + CLIENT_MARGIN) * 1000),
         options=f"-c lock_timeout={LOCK_TIMEOUT_MS} -c statement_timeout={STATEMENT_TIMEOUT_MS}"
                 f" {user_options}".strip(),
     )  # fmt: skip
