@@ -248,8 +248,7 @@ class Turn:
                 question = self.store.start_conversation(request.model, current["content"])
                 self.conversation_id = question.conversation_id
             else:
-                question = self.store.add_message(self.conversation_id, "user",
-                                                  current["content"])  # fmt: skip
+                question = self.store.add_message(self.conversation_id, "user", current["content"])
             self.question_id, self._user_stored = question.id, True
         history = self._recall(stored, budget - pinned_tokens - message_tokens(current))
         assembled = assemble(
@@ -378,8 +377,7 @@ class Turn:
         try:
             self._persist(reason, timings)
         except LocalGPTError as exc:  # the store already tried again (postgres.py)
-            self.store_error = exc  # said in `done` and by the caller, which exits with it
-            self.error = self.error or exc
+            self.store_error, self.error = exc, self.error or exc  # said in `done`, exit code
         return self.factory.done(
             reason,
             model=self.request.model,
