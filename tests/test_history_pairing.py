@@ -128,3 +128,22 @@ def test_importing_a_changed_message_is_a_conflict_unless_replace(backend, stand
     assert shown == ["first conversation", "an edited answer"]
     (hit,) = invoke("history", "search", "--json", "edited").records()
     assert hit["conversation_id"] == cid
+
+
+def test_importing_a_message_stored_in_another_conversation_is_a_conflict(backend, standin):
+    standin.script(Reply(content="one"), Reply(content="two"))
+    assert invoke("chat", "first").exit_code == 0
+    first = json.loads(invoke("history", "export", "latest").stdout)
+    assert invoke("chat", "second").exit_code == 0
+    second = json.loads(invoke("history", "export", "latest").stdout)
+    before = invoke("history", "export").stdout
+    first["conversation"]["id"] = "01NEWCONVERSATION000000000"
+    for m in first["messages"]:
+        m["conversation_id"] = first["conversation"]["id"]
+    first["messages"][1]["id"] = second["messages"][1]["id"]  # its id taken over there
+    r = invoke("history", "import", input=json.dumps(first))
+    assert (r.exit_code, r.stdout) == (5, "")
+    warning, summary, error = r.stderr.splitlines()
+    assert "is stored in another conversation" in warning and "Imported 0 new" in summary
+    assert error.startswith("localgpt: error: 1 conversation of the input")
+    assert invoke("history", "export").stdout == before

@@ -133,7 +133,8 @@ def import_cmd(app: App, source: Path | None, replace: bool) -> None:
             f"{n} conversation{'s' if n > 1 else ''} of the input "
             f"{'say' if n > 1 else 'says'} something else than the stored "
             f"cop{'ies' if n > 1 else 'y'}; left unchanged.",
-            code="import_conflict", hint="`history import --replace` overwrites them.")
+            code="import_conflict", hint="The warnings above say which; `history import "
+            "--replace` overwrites the messages an export says differently.")
 
 
 def _import_one(app: App, store: Store, conversation: Conversation, rows: list[Message],

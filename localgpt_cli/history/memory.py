@@ -141,7 +141,10 @@ class MemoryStore:
         with self._lock:
             conv = self._conversations.get(conversation.id)
             have = {m.seq: m for m in conv.messages} if conv else {}
-            new, replaced = changes(conversation, messages, have, replace=replace)
+            elsewhere = {m.id for m in messages
+                         if self._messages.get(m.id, (conversation.id,))[0] != conversation.id}
+            new, replaced = changes(conversation, messages, have, replace=replace,
+                                    elsewhere=elsewhere)  # fmt: skip
             if conv is not None and replaced:
                 swap = {m.id: replace_(m, metadata=_copy(m.metadata)) for m in replaced}
                 conv.messages = [swap.get(m.id, m) for m in conv.messages]

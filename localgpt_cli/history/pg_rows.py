@@ -90,7 +90,10 @@ def import_into(conn: Any, conversation: Conversation, messages: Sequence[Messag
     conn.execute("SELECT 1 FROM localgpt_conversations WHERE id = %s FOR UPDATE", (c.id,))
     have = {row[2]: message_from_row(row) for row in conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM localgpt_messages WHERE conversation_id = %s", (c.id,))}
-    new, replaced = changes(c, messages, have, replace=replace)
+    elsewhere = {row[0] for row in conn.execute(
+        "SELECT id FROM localgpt_messages WHERE conversation_id <> %s AND id = ANY(%s)",
+        (c.id, [m.id for m in messages]))}
+    new, replaced = changes(c, messages, have, replace=replace, elsewhere=elsewhere)
     for m in new:
         insert_message(conn, m)
     for m in replaced:

@@ -36,7 +36,11 @@ def import_into(
     )
     have = {row[2]: message_from_row(row) for row in conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ?", (c.id,))}
-    new, replaced = changes(c, messages, have, replace=replace)
+    ids = [m.id for m in messages]
+    elsewhere = {row[0] for at in range(0, len(ids), 500) for row in conn.execute(
+        "SELECT id FROM messages WHERE conversation_id <> ? AND id IN"
+        f" ({','.join('?' * len(ids[at:at + 500]))})", (c.id, *ids[at:at + 500]))}
+    new, replaced = changes(c, messages, have, replace=replace, elsewhere=elsewhere)
     for m in new:
         insert_message(conn, m)
     for m in replaced:

@@ -10,7 +10,7 @@ with nothing imported.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput, PartialFailure
@@ -36,15 +36,16 @@ def _differs(stored: Message, exported: Message) -> bool:
 
 def changes(
     conversation: Conversation, messages: Sequence[Message], have: dict[int, Message],
-    *, replace: bool = False,
+    *, replace: bool = False, elsewhere: Collection[str] = (),
 ) -> tuple[list[Message], list[Message]]:
     """(new, replaced): the exported messages a backend lacks and, with `replace`, those
     whose stored copy (`have`: seq -> message of the conversation) says something else;
     each in seq order. One rule for every backend, so an export moves between them the
     same way: a message already there as it is exported is skipped (importing twice adds
     nothing); a seq taken by another message, or a message of another conversation, is
-    InvalidInput; a message whose content differs is an ImportConflict unless `replace`.
-    Either refusal leaves the whole conversation as it was."""
+    InvalidInput; a message whose content differs is an ImportConflict unless `replace`,
+    and so is one whose id is stored in another conversation (`elsewhere`), always.
+    Every refusal leaves the whole conversation as it was."""
     new: list[Message] = []
     replaced: list[Message] = []
     for m in sorted(messages, key=lambda m: m.seq):
@@ -60,6 +61,12 @@ def changes(
                 "export); nothing of it was imported."
             )
         new.append(m)
+    moved = [m.id for m in new if m.id in elsewhere]
+    if moved:
+        raise ImportConflict(
+            f"conversation {conversation.id}: message {moved[0]} of the export is stored in "
+            "another conversation; it was left unchanged.",
+            hint="Export that conversation again from the history it came from.")
     if replaced and not replace:
         first, more = replaced[0], len(replaced) - 1
         which = f"message {first.id} (seq {first.seq})" + (f" and {more} more" if more else "")
