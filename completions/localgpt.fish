@@ -107,6 +107,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from history' -l json -d 'Write 
 complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from export' -s f -l format -x -a 'json markdown' -d 'json keeps every stored field; markdown reads like the chat.'
 complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from export' -s o -l output -r -F -d 'Write to FILE instead of stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from export' -l json -d 'Write NDJSON records to stdout.'
+complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from import' -l replace -d 'Overwrite stored messages that the export says differently.'
 complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from import' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from import' -F
 complete -c localgpt -n '__fish_seen_subcommand_from history && __fish_seen_subcommand_from last-preview' -l json -d 'Write NDJSON records to stdout.'

@@ -37,10 +37,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class Server:
-    """One running server; `url(db)` names a database on it."""
+# fsync off: nothing here must survive a power cut. synchronous_commit off is faster still
+# but a commit may then sit in the server's memory: the fault tests, which kill servers
+# and count what was kept, start theirs with DURABLE instead.
+FAST = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+DURABLE = "-c fsync=off -c full_page_writes=off"
 
-    def __init__(self, bin_dir: Path) -> None:
+
+class Server:
+    """One running server; `url(db)` names a database on it. As a fault-harness component
+    (tests/faults.py): `pids()` is the postmaster and its children, `start()` (re)starts
+    it on the same folder and port."""
+
+    def __init__(self, bin_dir: Path, settings: str = FAST) -> None:
+        self.settings = settings
         self.bin = bin_dir
         self.root = Path(tempfile.mkdtemp(prefix="localgpt-pg-"))
         self.data = self.root / "data"
@@ -62,13 +72,16 @@ class Server:
         pwfile.write_text(PASSWORD + "\n")
         if self.as_root:
             shutil.chown(pwfile, USER)
-        for step in (
+        steps = [
             ("initdb", "-D", str(self.data), "-U", USER, "--auth=scram-sha-256",
              f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"),
             ("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",
              "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
-             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off", "start"),
-        ):
+             f" {self.settings}", "start"),
+        ]
+        if (self.data / "PG_VERSION").exists():  # a restart: the cluster is there
+            steps.pop(0)
+        for step in steps:
             done = self._run(*step)
             if done.returncode != 0:
                 log = (self.root / "log").read_text() if (self.root / "log").exists() else ""
@@ -83,6 +96,38 @@ class Server:
 
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(sql)
+
+    def postmaster(self) -> int | None:
+        """The postmaster's pid (the first line of DATA/postmaster.pid), if it runs."""
+        try:
+            pid = int((self.data / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, 0)
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid
+
+    def pids(self) -> list[int]:
+        from tests.faults import children
+
+        main = self.postmaster()
+        return [] if main is None else [main, *children(main)]
+
+    def backends(self, database: str) -> list[int]:
+        """The pids serving localgpt's connections to `database`."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            return [pid for (pid,) in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s"
+                " AND application_name = 'localgpt'", (database,))]
+
+    def restart(self) -> None:
+        """A clean restart (`pg_ctl restart -m fast`): every connection is cut, nothing
+        committed is lost."""
+        done = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"),
+                         "-m", "fast", "-w", "-t", "60", "restart")
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart failed: {done.stdout}{done.stderr}")
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")

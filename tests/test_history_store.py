@@ -161,6 +161,7 @@ def test_every_field_survives_a_round_trip_through_the_store(opener, clock: Cloc
             thinking="The user wants arithmetic.",
             tool_calls=calls,
             metadata=meta,
+            reply_to=user.id,
         )
         tool = s.add_message(conv.id, "tool", "4", tool_name="calculator", tool_call_id="call_1")
     with opener(clock=None) as s:
@@ -189,7 +190,18 @@ def test_every_field_survives_a_round_trip_through_the_store(opener, clock: Cloc
         "tool_call_id": None,
         "metadata": meta,
         "created_at": "2026-03-01T12:00:01.000Z",
+        "reply_to": user.id,
     }
+
+
+def test_a_conversation_starts_with_its_first_question(store: SQLiteStore):
+    question = store.start_conversation("llama3.2", "  first line of it\nmore")
+    (conv,) = store.list_conversations()
+    assert (conv.id, conv.title, conv.model, conv.messages) == (
+        question.conversation_id, "first line of it", "llama3.2", 1)
+    assert store.messages(conv.id) == [question] and question.seq == 0
+    answer = store.add_message(conv.id, "assistant", "ok", reply_to=question.id)
+    assert store.get_message(answer.id).reply_to == question.id
 
 
 def test_conversation_record_has_the_protocol_keys(store: SQLiteStore):

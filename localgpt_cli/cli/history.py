@@ -21,6 +21,7 @@ from localgpt_cli.cli.history_transfer import import_cmd, write_private
 from localgpt_cli.errors import AmbiguousId, NotFound, UsageError
 from localgpt_cli.history.prune import count_older, cutoff, parse_age, spell_age
 from localgpt_cli.history.short_ids import short_ids
+from localgpt_cli.pairing import paired
 from localgpt_cli.render.history import (
     hit_marks,
     print_conversations,
@@ -148,7 +149,7 @@ def show_cmd(app: App, conversation: str, thinking: bool) -> None:
     store = _open(app)
     found = _resolve(store, conversation)
     assert store is not None
-    messages = store.messages(found.id)
+    messages = paired(store.messages(found.id))  # each answer after its question
     if app.output.json:
         for m in messages:
             app.output.record(m.to_record())

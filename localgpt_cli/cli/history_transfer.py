@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.errors import InvalidInput, NotFound, UsageError
+from localgpt_cli.errors import InvalidInput, NotFound, PartialFailure, UsageError
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
-    from localgpt_cli.history.types import ConversationSummary
+    from localgpt_cli.history.types import Conversation, ConversationSummary, Message
 
 PAGE = 500
 
@@ -85,15 +85,19 @@ def export_all(app: App, store: Store | None, fmt: str, path: Path | None) -> No
 )
 @click.argument("source", metavar="[FILE]", required=False,
                 type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option("--replace", is_flag=True,
+              help="Overwrite stored messages that the export says differently.")
 @json_option
 @pass_app
-def import_cmd(app: App, source: Path | None) -> None:
+def import_cmd(app: App, source: Path | None, replace: bool) -> None:
     """Store exported conversations in this history (from FILE, or stdin).
 
     Reads `history export --json` records, an exported JSON document, or one document a
     line. Ids are kept: importing twice adds nothing. The whole input is checked before
-    anything is stored; each conversation is stored whole or not at all. With --json,
-    one `import` record per conversation: {conversation_id, added, status}.
+    anything is stored; each conversation is stored whole or not at all. A stored message
+    that the export says differently is a conflict: that conversation is left as it is
+    (exit 5) unless --replace. With --json, one `import` record per conversation:
+    {conversation_id, added, status}.
     """
     from localgpt_cli.history.transfer import read_exports
 
@@ -111,15 +115,10 @@ def import_cmd(app: App, source: Path | None) -> None:
     exported = read_exports(text, where)
     store = app.history()
     assert store is not None
-    totals = {"added": 0, "updated": 0, "unchanged": 0}
+    totals = {"added": 0, "updated": 0, "unchanged": 0, "conflict": 0}
     messages = 0
     for conversation, rows in exported:
-        try:
-            known = store.get(conversation.id) is not None
-        except NotFound:
-            known = False
-        added = store.import_conversation(conversation, rows)
-        status = "added" if not known else "updated" if added else "unchanged"
+        status, added = _import_one(app, store, conversation, rows, replace)
         totals[status] += 1
         messages += added
         if app.output.json:
@@ -128,3 +127,29 @@ def import_cmd(app: App, source: Path | None) -> None:
     app.output.info(f"Imported {totals['added']} new and {totals['updated']} grown "
                     f"conversations ({messages:,} messages); {totals['unchanged']} "
                     f"{'was' if totals['unchanged'] == 1 else 'were'} already here.")
+    if totals["conflict"]:
+        n = totals["conflict"]
+        raise PartialFailure(
+            f"{n} conversation{'s' if n > 1 else ''} of the input "
+            f"{'say' if n > 1 else 'says'} something else than the stored "
+            f"cop{'ies' if n > 1 else 'y'}; left unchanged.",
+            code="import_conflict", hint="The warnings above say which; `history import "
+            "--replace` overwrites the messages an export says differently.")
+
+
+def _import_one(app: App, store: Store, conversation: Conversation, rows: list[Message],
+                replace: bool) -> tuple[str, int]:  # fmt: skip
+    """(status, messages written) of one conversation; a conflict is warned about (the
+    message says which) and costs only this conversation."""
+    from localgpt_cli.history.transfer import ImportConflict
+
+    try:
+        known = store.get(conversation.id) is not None
+    except NotFound:
+        known = False
+    try:
+        added = store.import_conversation(conversation, rows, replace=replace)
+    except ImportConflict as exc:
+        app.output.warn(exc.code, str(exc))
+        return "conflict", 0
+    return "added" if not known else "updated" if added else "unchanged", added

@@ -225,7 +225,7 @@ def build_toolbox(
     allow_folders: Sequence[str] = (),
 ) -> Any:
     """The Toolbox for a turn: enabled tools, the allowed groups, selection, approval."""
-    from localgpt_cli.kernel.session import Toolbox
+    from localgpt_cli.kernel.request import Toolbox
 
     roots = file_roots(app, allow_folders)
     registry = build_registry(app, functions, search, roots)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from localgpt_cli.history.types import Conversation
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
-    from localgpt_cli.kernel.session import Toolbox, TurnRequest
+    from localgpt_cli.kernel.request import Toolbox, TurnRequest
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class ChatTurns:
         """The typed request for one turn: this chat's flags, with the turn's prompt, piped
         text and conversation."""
         from localgpt_cli.kernel.memory import memory_settings
-        from localgpt_cli.kernel.session import TurnRequest
+        from localgpt_cli.kernel.request import TurnRequest
         from localgpt_cli.project_memory import ProjectMemory
 
         flags = self.flags
@@ -166,6 +166,9 @@ class ChatTurns:
             turn.abort()
             raise
         renderer.close()
+        if turn.store_error is not None:  # shown, not stored: exit with the history's code
+            sys.stderr.write(f"localgpt: error: the answer was not stored: {turn.store_error}\n")
+            return TurnOutcome(turn.store_error.exit_code, turn.conversation_id)
         if turn.error is not None:
             if app.output.json:
                 app.output.stderr.write(f"localgpt: error: {turn.error}\n")

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from localgpt_cli.history.types import Conversation, Message
+from localgpt_cli.pairing import paired
 
 _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 # done reasons that mean the answer did not end normally ("incomplete": an answer row
@@ -46,7 +47,7 @@ def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
             ]
         ),
     ]
-    for message in messages:
+    for message in paired(messages):  # each answer after its question (pairing.py)
         parts.extend(_message_blocks(message))
     return "\n\n".join(parts) + "\n"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from dataclasses import replace as replace_
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from localgpt_cli.history import search as _search
 from localgpt_cli.history import textsearch
 from localgpt_cli.history.rows import iso, title_from
 from localgpt_cli.history.schema import ROLES
-from localgpt_cli.history.transfer import missing_messages
+from localgpt_cli.history.transfer import changes
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
 from localgpt_cli.ids import new_id
 
@@ -89,6 +90,7 @@ class MemoryStore:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        reply_to: str | None = None,
     ) -> Message:
         """Append a message (next seq), as SQLiteStore.add_message does."""
         if role not in ROLES:
@@ -100,7 +102,7 @@ class MemoryStore:
             seq = conv.messages[-1].seq + 1 if conv.messages else 0
             message = Message(new_id(), conversation_id, seq, role, content,
                               thinking, calls, tool_name, tool_call_id, _copy(metadata or {}),
-                              now)  # fmt: skip
+                              now, reply_to)  # fmt: skip
             conv.messages.append(message)
             conv.words.append(textsearch.words(content))
             self._order += 1
@@ -111,6 +113,14 @@ class MemoryStore:
             conv.head = replace(conv.head, title=title, updated_at=now,
                                 messages=len(conv.messages))
         return message
+
+    def start_conversation(
+        self, model: str, content: str, *, metadata: dict[str, Any] | None = None
+    ) -> Message:
+        """A new conversation with its first user message (one step, as in SQLite)."""
+        with self._lock:
+            conversation = self.create_conversation(model)
+            return self.add_message(conversation.id, "user", content, metadata=metadata)
 
     def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
         """Merge `changes` into a message's metadata (a None value removes the key)."""
@@ -123,28 +133,36 @@ class MemoryStore:
             conv.messages[at] = updated
         return updated
 
-    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
-        """Store an exported conversation under its ids; returns how many messages were new
-        (the rule of sqlite_import.py: twice adds nothing, a taken seq is a conflict)."""
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message],
+                            *, replace: bool = False) -> int:  # fmt: skip
+        """Store an exported conversation under its ids; returns how many messages were
+        written (the rule of transfer.changes: twice writes nothing, a taken seq or a
+        message that says something else is a conflict)."""
         with self._lock:
             conv = self._conversations.get(conversation.id)
-            have = {m.seq: m.id for m in conv.messages} if conv else {}
-            new = missing_messages(conversation, messages, have)
+            have = {m.seq: m for m in conv.messages} if conv else {}
+            elsewhere = {m.id for m in messages
+                         if self._messages.get(m.id, (conversation.id,))[0] != conversation.id}
+            new, replaced = changes(conversation, messages, have, replace=replace,
+                                    elsewhere=elsewhere)  # fmt: skip
+            if conv is not None and replaced:
+                swap = {m.id: replace_(m, metadata=_copy(m.metadata)) for m in replaced}
+                conv.messages = [swap.get(m.id, m) for m in conv.messages]
             if conv is None:
-                head = replace(conversation, messages=0, metadata=_copy(conversation.metadata))
+                head = replace_(conversation, messages=0, metadata=_copy(conversation.metadata))
                 conv = self._conversations[head.id] = _Conversation(head)
             for m in new:
                 self._order += 1
                 self._messages[m.id] = (m.conversation_id, self._order)
-            merged = sorted([*conv.messages, *(replace(m, metadata=_copy(m.metadata))
+            merged = sorted([*conv.messages, *(replace_(m, metadata=_copy(m.metadata))
                                                for m in new)], key=lambda m: m.seq)
             conv.messages = merged
             conv.words = [textsearch.words(m.content) for m in merged]
             if new:
-                conv.head = replace(conv.head, messages=len(merged), title=conv.head.title
+                conv.head = replace_(conv.head, messages=len(merged), title=conv.head.title
                                     or conversation.title,
                                     updated_at=max(conv.head.updated_at, conversation.updated_at))
-        return len(new)
+        return len(new) + len(replaced)
 
     def delete(self, conversation_ids: Iterable[str]) -> int:
         """Delete conversations (full ids), all or nothing; returns how many."""

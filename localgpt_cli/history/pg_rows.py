@@ -13,13 +13,13 @@ from typing import Any
 
 from localgpt_cli.history import textsearch
 from localgpt_cli.history.rows import dump
-from localgpt_cli.history.transfer import missing_messages
+from localgpt_cli.history.transfer import changes
 from localgpt_cli.history.types import Conversation, Message
 
 CONVERSATION_COLUMNS = "id, title, model, message_count, created_at, updated_at"
 MESSAGE_COLUMNS = (
     "id, conversation_id, seq, role, content, thinking, tool_calls, tool_name, "
-    "tool_call_id, metadata, created_at"
+    "tool_call_id, metadata, created_at, reply_to"
 )
 # A tsvector holds at most 1 MB: a message is indexed by its first INDEX_WORDS words.
 INDEX_WORDS = 50_000
@@ -27,9 +27,9 @@ INDEX_WORDS = 50_000
 
 def message_from_row(row: Sequence[Any]) -> Message:
     """A row selected with MESSAGE_COLUMNS as a Message."""
-    mid, cid, seq, role, content, thinking, calls, tool_name, tool_call_id, meta, at = row
+    mid, cid, seq, role, content, thinking, calls, tool_name, tool_call_id, meta, at, to = row
     return Message(mid, cid, seq, role, content, thinking, calls, tool_name, tool_call_id,
-                   dict(meta), at)  # fmt: skip
+                   dict(meta), at, to)  # fmt: skip
 
 
 def insert_message(conn: Any, m: Message) -> None:
@@ -38,9 +38,23 @@ def insert_message(conn: Any, m: Message) -> None:
     calls = None if m.tool_calls is None else dump(m.tool_calls)
     conn.execute(
         f"INSERT INTO localgpt_messages ({MESSAGE_COLUMNS}, search) VALUES"
-        " (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, %s, to_tsvector('simple', %s))",
+        " (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, %s, %s,"
+        " to_tsvector('simple', %s))",
         (m.id, m.conversation_id, m.seq, m.role, m.content, m.thinking, calls, m.tool_name,
-         m.tool_call_id, dump(m.metadata), m.created_at, indexed),
+         m.tool_call_id, dump(m.metadata), m.created_at, m.reply_to, indexed),
+    )  # fmt: skip
+
+
+def replace_message(conn: Any, m: Message) -> None:
+    """Overwrite a stored message's fields with `m`'s (`history import --replace`)."""
+    indexed = " ".join(textsearch.words(m.content)[:INDEX_WORDS])
+    calls = None if m.tool_calls is None else dump(m.tool_calls)
+    conn.execute(
+        "UPDATE localgpt_messages SET role = %s, content = %s, thinking = %s,"
+        " tool_calls = %s::jsonb, tool_name = %s, tool_call_id = %s, metadata = %s::jsonb,"
+        " reply_to = %s, search = to_tsvector('simple', %s) WHERE id = %s",
+        (m.role, m.content, m.thinking, calls, m.tool_name, m.tool_call_id, dump(m.metadata),
+         m.reply_to, indexed, m.id),
     )  # fmt: skip
 
 
@@ -57,13 +71,15 @@ def tsquery(phrases: Sequence[Sequence[str]]) -> str | None:
     )
 
 
-def import_into(conn: Any, conversation: Conversation, messages: Sequence[Message]) -> int:
+def import_into(conn: Any, conversation: Conversation, messages: Sequence[Message],
+                replace: bool = False) -> int:  # fmt: skip
     """Store an exported conversation under its own ids (in the caller's transaction).
 
-    A conversation already here gains only the messages it lacks (by id), so importing
-    the same export twice adds nothing; a message whose seq is taken by another message
-    is a conflict, and nothing of the conversation is written. Returns how many
-    messages were added.
+    The rule is transfer.changes's: a conversation already here gains only the messages
+    it lacks (by id), so importing the same export twice writes nothing; a message whose
+    seq is taken by another message, or (without `replace`) one that says something else
+    than its stored copy, is a conflict, and nothing of the conversation is written.
+    Returns how many messages were written.
     """
     c = conversation
     conn.execute(
@@ -72,16 +88,20 @@ def import_into(conn: Any, conversation: Conversation, messages: Sequence[Messag
         (c.id, c.title, c.model, c.created_at, c.updated_at, dump(c.metadata)),
     )
     conn.execute("SELECT 1 FROM localgpt_conversations WHERE id = %s FOR UPDATE", (c.id,))
-    have = dict(conn.execute(
-        "SELECT seq, id FROM localgpt_messages WHERE conversation_id = %s", (c.id,)
-    ).fetchall())  # fmt: skip
-    new = missing_messages(c, messages, have)
+    have = {row[2]: message_from_row(row) for row in conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM localgpt_messages WHERE conversation_id = %s", (c.id,))}
+    elsewhere = {row[0] for row in conn.execute(
+        "SELECT id FROM localgpt_messages WHERE conversation_id <> %s AND id = ANY(%s)",
+        (c.id, [m.id for m in messages]))}
+    new, replaced = changes(c, messages, have, replace=replace, elsewhere=elsewhere)
     for m in new:
         insert_message(conn, m)
+    for m in replaced:
+        replace_message(conn, m)
     if new:
         conn.execute(
             "UPDATE localgpt_conversations SET message_count = message_count + %s,"
             " updated_at = GREATEST(updated_at, %s), title = COALESCE(title, %s) WHERE id = %s",
             (len(new), c.updated_at, c.title, c.id),
         )
-    return len(new)
+    return len(new) + len(replaced)

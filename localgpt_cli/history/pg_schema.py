@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localgpt_cli.history.schema import ROLES, too_new
+from localgpt_cli.history.schema import BACKFILL_REPLY_TO, ROLES, too_new
 
 # pg_advisory_xact_lock key for migrations: "LGPT" as in schema.APPLICATION_ID.
 MIGRATION_LOCK = 0x4C475054
@@ -60,7 +60,12 @@ _V1 = (
     "CREATE INDEX localgpt_messages_search ON localgpt_messages USING GIN (search)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    "ALTER TABLE localgpt_messages ADD COLUMN reply_to text COLLATE \"C\"",
+    BACKFILL_REPLY_TO.format(messages="localgpt_messages"),
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

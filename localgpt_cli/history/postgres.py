@@ -8,30 +8,23 @@ server by `masked(url)`.
 It keeps the SQLite store's behaviour (pg_schema.py has the tables): the same ids, seqs, titles,
 prefixes, search rule (textsearch.py) and export. Every write is one transaction; appending locks
 the conversation's row first (`FOR UPDATE`), so writers on several machines append to one
-conversation one after the other, with consecutive seqs and none lost. A server that cannot be
-reached is exit 3, refused credentials exit 77, each one line, and a failed transaction leaves
-nothing written.
+conversation one after the other, with consecutive seqs and none lost. Every wait on the server
+is bounded and its failures are one line each (pg_connect.py: unreachable or hung exit 3, busy
+75, refused 77, no such database 6); a failed transaction leaves nothing written, and a call
+cut by a lost connection (a restart) is run again once on a new one.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from localgpt_cli.errors import (
-    AuthFailed,
-    InvalidInput,
-    LocalGPTError,
-    NotFound,
-    OllamaUnreachable,
-    UsageError,
-)
+from localgpt_cli.errors import InvalidInput, LocalGPTError, NotFound, UsageError
 from localgpt_cli.history import export as _export
 from localgpt_cli.history import pg_rows as _rows
 from localgpt_cli.history import resolve as _resolve
@@ -49,7 +42,6 @@ if TYPE_CHECKING:
 Clock = Callable[[], datetime]
 P = ParamSpec("P")
 R = TypeVar("R")
-CONNECT_TIMEOUT = 10  # seconds: an unreachable server is reported, not waited for
 
 
 def masked(url: str) -> str:
@@ -67,51 +59,27 @@ def masked(url: str) -> str:
     return urlunsplit(parts)
 
 
-def _translate(exc: Exception, where: str) -> LocalGPTError | None:
-    """What psycopg raised for a user's situation, as our error; None for a bug."""
-    import psycopg
-
-    text = " ".join(str(exc).split())
-    state = getattr(exc, "sqlstate", None) or ""
-    if state.startswith("28") or "authentication failed" in text or "no password" in text:
-        return AuthFailed(f"the history server {where} refused the credentials: {text}",
-                          hint="Check the user and password in history.url or PGPASSWORD.")
-    if state == "3D000":
-        return InvalidInput(f"the history server {where} has no such database: {text}")
-    if isinstance(exc, psycopg.OperationalError):
-        return OllamaUnreachable(f"the history server {where} is not reachable: {text}",
-                                 code="history_unreachable",
-                                 hint="Check history.url (or LOCALGPT_HISTORY_URL) and that "
-                                 "the server is running.")
-    if isinstance(exc, psycopg.DataError):
-        return InvalidInput(f"the history server {where} cannot store this: {text}")
-    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-        return AuthFailed(f"the history server {where} refused: {text}")
-    return None
-
-
-@contextmanager
-def pg_errors(where: str) -> Iterator[None]:
-    import psycopg
-
-    try:
-        yield
-    except psycopg.Error as exc:
-        ours = _translate(exc, where)
-        if ours is None:
-            raise
-        raise ours from exc
-
-
 def _store_call(
     method: Callable[Concatenate[PostgresStore, P], R],
 ) -> Callable[Concatenate[PostgresStore, P], R]:
-    """One thread at a time on the connection, and psycopg errors translated."""
+    """One thread at a time on the connection, psycopg's errors translated, and a call
+    cut by a lost connection (a restart) run again once on a new one: the writes are
+    single transactions, and an append that did commit is found by its id (`_append`)."""
 
     @functools.wraps(method)
     def wrapper(self: PostgresStore, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock, pg_errors(self.where):
-            return method(self, *args, **kwargs)
+        from localgpt_cli.history.pg_connect import lost, pg_errors
+
+        with self._lock:
+            try:
+                with pg_errors(self.where, self._conn.deadline):
+                    return method(self, *args, **kwargs)
+            except LocalGPTError as exc:
+                if not lost(exc) or self._url is None:
+                    raise
+            self._reconnect()
+            with pg_errors(self.where, self._conn.deadline):
+                return method(self, *args, **kwargs)
 
     return wrapper
 
@@ -119,8 +87,9 @@ def _store_call(
 class PostgresStore:
     """Conversations and messages in PostgreSQL; open with `PostgresStore.open(url)`."""
 
-    def __init__(self, conn: Any, where: str, clock: Clock) -> None:
+    def __init__(self, conn: Any, where: str, clock: Clock, url: str | None = None) -> None:
         self._conn = conn
+        self._url = url  # to reconnect once after a lost connection
         self.where = where
         self._clock = clock
         self._lock = threading.RLock()
@@ -137,15 +106,16 @@ class PostgresStore:
         a missing SQLite file is: reading must not need the right to create tables."""
         where = masked(url)
         try:
-            import psycopg
+            import psycopg  # noqa: F401 (pg_connect needs it)
         except ImportError:
             raise InvalidInput(
                 f"history.url {where} needs PostgreSQL support, which is not installed.",
                 hint="Install it with: pip install 'localgpt-cli[postgres]'",
             ) from None
+        from localgpt_cli.history.pg_connect import connect, pg_errors
+
         with pg_errors(where):
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
-                                   application_name="localgpt")  # fmt: skip
+            conn = connect(url)
             try:
                 if not create and stored_version(conn) is None:
                     conn.close()
@@ -154,7 +124,17 @@ class PostgresStore:
             except BaseException:
                 conn.close()
                 raise
-        return cls(conn, where, clock or (lambda: datetime.now(timezone.utc)))
+        return cls(conn, where, clock or (lambda: datetime.now(timezone.utc)), url)
+
+    def _reconnect(self) -> None:
+        """A new connection after the old one was cut (a restarting server is waited for,
+        within pg_connect.CONNECT_TIMEOUT)."""
+        from localgpt_cli.history.pg_connect import connect, pg_errors
+
+        assert self._url is not None
+        self._conn.close()
+        with pg_errors(self.where):
+            self._conn = connect(self._url, patient=True)
 
     def close(self) -> None:
         with self._lock:
@@ -173,17 +153,23 @@ class PostgresStore:
         self, model: str, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Conversation:
         """A new, empty conversation. Without a title, its first user message names it."""
-        title = (title or "").strip() or None
-        metadata = dict(metadata or {})
+        title, metadata = (title or "").strip() or None, dict(metadata or {})
         now, cid = self._now(), new_id()
         self._conn.execute(
             "INSERT INTO localgpt_conversations (id, title, model, created_at, updated_at,"
             " metadata) VALUES (%s, %s, %s, %s, %s, %s::jsonb)",
-            (cid, title, model, now, now, dump(metadata)),
-        )
+            (cid, title, model, now, now, dump(metadata)))  # fmt: skip
         return Conversation(cid, title, model, 0, now, now, metadata)
 
-    @_store_call
+    def start_conversation(
+        self, model: str, content: str, *, metadata: dict[str, Any] | None = None
+    ) -> Message:
+        """A new conversation with its first user message, in one transaction: a process
+        killed in between leaves neither (no empty, untitled conversation)."""
+        draft = Message(new_id(), new_id(), 0, "user", content, None, None, None, None,
+                        dict(metadata or {}), "")  # fmt: skip
+        return self._store(draft, model)
+
     def add_message(
         self,
         conversation_id: str,
@@ -195,26 +181,43 @@ class PostgresStore:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        reply_to: str | None = None,
     ) -> Message:
         """Append a message (next seq), committed when this returns; the conversation's
         row is locked first, so concurrent appends queue instead of colliding."""
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        metadata = dict(metadata or {})
+        draft = Message(new_id(), conversation_id, 0, role, content, thinking, tool_calls,
+                        tool_name, tool_call_id, dict(metadata or {}), "", reply_to)  # fmt: skip
+        return self._store(draft)
+
+    @_store_call
+    def _store(self, draft: Message, model: str | None = None) -> Message:
+        """Append `draft` (its id chosen by the caller, so a second try after a lost
+        connection finds it if the first committed); with `model`, create its
+        conversation in the same transaction."""
         with self._conn.transaction():
-            self._require_conversation(conversation_id, lock=True)
+            if model is not None:
+                self._conn.execute(
+                    "INSERT INTO localgpt_conversations (id, model, created_at, updated_at)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                    (draft.conversation_id, model, self._now(), self._now()))  # fmt: skip
+            row = self._conn.execute(f"SELECT {_rows.MESSAGE_COLUMNS} FROM localgpt_messages"
+                                     " WHERE id = %s", (draft.id,)).fetchone()  # fmt: skip
+            if row is not None:
+                return _rows.message_from_row(row)
+            self._require_conversation(draft.conversation_id, lock=True)
             (seq,) = self._conn.execute(
                 "SELECT COALESCE(MAX(seq) + 1, 0) FROM localgpt_messages"
-                " WHERE conversation_id = %s", (conversation_id,),
+                " WHERE conversation_id = %s", (draft.conversation_id,),
             ).fetchone()  # fmt: skip
-            message = Message(new_id(), conversation_id, seq, role, content, thinking,
-                              tool_calls, tool_name, tool_call_id, metadata, self._now())
+            message = replace(draft, seq=seq, created_at=self._now())
             _rows.insert_message(self._conn, message)
-            title = title_from(content) if role == "user" else None
+            title = title_from(message.content) if message.role == "user" else None
             self._conn.execute(
                 "UPDATE localgpt_conversations SET updated_at = %s, title = COALESCE(title, %s),"
                 " message_count = message_count + 1 WHERE id = %s",
-                (message.created_at, title, conversation_id),
+                (message.created_at, title, message.conversation_id),
             )
         return message
 
@@ -235,11 +238,12 @@ class PostgresStore:
         return replace(message, metadata=metadata)
 
     @_store_call
-    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
-        """Store an exported conversation with its ids; returns how many messages were new
-        (importing twice adds nothing). See `pg_rows.import_into`."""
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message],
+                            *, replace: bool = False) -> int:  # fmt: skip
+        """Store an exported conversation with its ids; returns how many messages were
+        written (importing twice writes nothing). See `pg_rows.import_into`."""
         with self._conn.transaction():
-            return _rows.import_into(self._conn, conversation, messages)
+            return _rows.import_into(self._conn, conversation, messages, replace)
 
     @_store_call
     def delete(self, conversation_ids: Iterable[str]) -> int:
@@ -260,10 +264,8 @@ class PostgresStore:
         if older_than < timedelta(0):
             raise InvalidInput(f"prune needs a positive age, not {older_than}.")
         cutoff = iso(self._clock() - older_than)
-        cursor = self._conn.execute(
-            "DELETE FROM localgpt_conversations WHERE updated_at < %s", (cutoff,)
-        )
-        return int(cursor.rowcount)
+        return int(self._conn.execute(
+            "DELETE FROM localgpt_conversations WHERE updated_at < %s", (cutoff,)).rowcount)
 
     # -- reading ------------------------------------------------------------------
 
@@ -283,9 +285,8 @@ class PostgresStore:
     @_store_call
     def get_message(self, message_id: str) -> Message:
         """The message with exactly this id (NotFound otherwise)."""
-        row = self._conn.execute(
-            f"SELECT {_rows.MESSAGE_COLUMNS} FROM localgpt_messages WHERE id = %s", (message_id,)
-        ).fetchone()
+        row = self._conn.execute(f"SELECT {_rows.MESSAGE_COLUMNS} FROM localgpt_messages"
+                                 " WHERE id = %s", (message_id,)).fetchone()  # fmt: skip
         if row is None:
             raise NotFound(f"no message has id {message_id!r}.")
         return _rows.message_from_row(row)
@@ -387,10 +388,8 @@ class PostgresStore:
         return iso(self._clock())
 
     def _require_conversation(self, conversation_id: str, *, lock: bool = False) -> None:
-        found = self._conn.execute(
-            "SELECT 1 FROM localgpt_conversations WHERE id = %s" + (" FOR UPDATE" if lock else ""),
-            (conversation_id,),
-        ).fetchone()
+        found = self._conn.execute("SELECT 1 FROM localgpt_conversations WHERE id = %s"
+                                   + (" FOR UPDATE" if lock else ""), (conversation_id,)).fetchone()
         if found is None:
             raise NotFound(f"no conversation has id {conversation_id!r}.",
                            hint="`localgpt history` lists them.")

@@ -6,9 +6,11 @@ it, and `App.history()` (cli/app.py) picks one; the history tests run on all thr
 protocol holds only what the callers use.
 
 How a turn is meant to be stored (the kernel's side of the contract):
-1. `add_message(cid, "user", text)` before the model is called;
+1. `add_message(cid, "user", text)` before the model is called (`start_conversation`
+   for the first question of a new conversation);
 2. when `done` arrives, whatever its reason, `add_message(cid, "assistant", answer,
-   thinking=..., tool_calls=..., metadata={"done_reason": reason, "usage": ...})`.
+   thinking=..., tool_calls=..., metadata={"done_reason": reason, "usage": ...},
+   reply_to=question_id)`; tool steps are stored the same way, with the same reply_to.
    `done` is always emitted, also after Ctrl-C or an error, so an aborted or failed
    answer is stored with what had streamed so far and marked by `done_reason`.
 
@@ -45,8 +47,17 @@ class Store(Protocol):
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        reply_to: str | None = None,
     ) -> Message:
-        """Append a message to a conversation (a full id), stored when this returns."""
+        """Append a message to a conversation (a full id), stored when this returns;
+        `reply_to`: the id of the question an answer or tool step answers."""
+        ...
+
+    def start_conversation(
+        self, model: str, content: str, *, metadata: dict[str, Any] | None = None
+    ) -> Message:
+        """A new conversation and its first user message, stored together or not at all
+        (a process killed in between must not leave an empty conversation as `latest`)."""
         ...
 
     def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
@@ -56,9 +67,12 @@ class Store(Protocol):
         """
         ...
 
-    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message],
+                            *, replace: bool = False) -> int:  # fmt: skip
         """Store an exported conversation under its own ids (`history import`); returns
-        how many messages were new, so importing the same export twice adds nothing."""
+        how many messages were written, so importing the same export twice writes
+        nothing. A message that says something else than its stored copy is an
+        ImportConflict (transfer.py), the conversation unchanged, unless `replace`."""
         ...
 
     def get(self, conversation_id: str) -> Conversation:

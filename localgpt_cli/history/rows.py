@@ -7,6 +7,7 @@ and its writes agree on one shape.
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,7 +20,7 @@ TITLE_LENGTH = 60
 CONVERSATION_COLUMNS = "id, title, model, message_count, created_at, updated_at"
 MESSAGE_COLUMNS = (
     "id, conversation_id, seq, role, content, thinking, tool_calls, tool_name, "
-    "tool_call_id, metadata, created_at"
+    "tool_call_id, metadata, created_at, reply_to"
 )
 
 
@@ -58,29 +59,29 @@ def load_object(text: str) -> dict[str, Any]:
 
 def message_from_row(row: tuple[Any, ...]) -> Message:
     """A row selected with MESSAGE_COLUMNS as a Message."""
-    (
-        mid,
-        cid,
-        seq,
-        role,
-        content,
-        thinking,
-        calls,
-        tool_name,
-        tool_call_id,
-        metadata,
-        created_at,
-    ) = row
-    return Message(
-        mid,
-        cid,
-        seq,
-        role,
-        content,
-        thinking,
-        None if calls is None else orjson.loads(calls),
-        tool_name,
-        tool_call_id,
-        load_object(metadata),
-        created_at,
-    )
+    mid, cid, seq, role, content, thinking, calls, tool_name, tool_call_id, meta, at, to = row
+    return Message(mid, cid, seq, role, content, thinking,
+                   None if calls is None else orjson.loads(calls), tool_name, tool_call_id,
+                   load_object(meta), at, to)  # fmt: skip
+
+
+def insert_message(conn: sqlite3.Connection, m: Message) -> None:
+    """Insert one message row (inside the caller's write transaction); the message count
+    and the full-text index follow by trigger."""
+    calls = None if m.tool_calls is None else dump(m.tool_calls)
+    conn.execute(
+        f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (m.id, m.conversation_id, m.seq, m.role, m.content, m.thinking, calls, m.tool_name,
+         m.tool_call_id, dump(m.metadata), m.created_at, m.reply_to),
+    )  # fmt: skip
+
+
+def replace_message(conn: sqlite3.Connection, m: Message) -> None:
+    """Overwrite a stored message's fields with `m`'s (`history import --replace`)."""
+    calls = None if m.tool_calls is None else dump(m.tool_calls)
+    conn.execute(
+        "UPDATE messages SET role = ?, content = ?, thinking = ?, tool_calls = ?,"
+        " tool_name = ?, tool_call_id = ?, metadata = ?, reply_to = ? WHERE id = ?",
+        (m.role, m.content, m.thinking, calls, m.tool_name, m.tool_call_id, dump(m.metadata),
+         m.reply_to, m.id),
+    )  # fmt: skip

@@ -89,7 +89,22 @@ _V1 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Which question an answer answers (types.Message.reply_to). A database written before
+# had none: each answer and tool step gets the user message before it, which is what
+# the order meant when one writer at a time wrote a conversation.
+BACKFILL_REPLY_TO = """
+    UPDATE {messages} AS a SET reply_to = (
+        SELECT q.id FROM {messages} AS q
+        WHERE q.conversation_id = a.conversation_id AND q.role = 'user' AND q.seq < a.seq
+        ORDER BY q.seq DESC LIMIT 1)
+    WHERE a.role <> 'user'
+"""
+_V2 = (
+    "ALTER TABLE messages ADD COLUMN reply_to TEXT",
+    BACKFILL_REPLY_TO.format(messages="messages"),
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -37,6 +37,7 @@ from localgpt_cli.history.rows import (
     CONVERSATION_COLUMNS,
     MESSAGE_COLUMNS,
     dump,
+    insert_message,
     iso,
     load_object,
     message_from_row,
@@ -144,6 +145,19 @@ class SQLiteStore:
         return Conversation(cid, title, model, 0, now, now, metadata)
 
     @_store_call
+    def start_conversation(
+        self, model: str, content: str, *, metadata: dict[str, Any] | None = None
+    ) -> Message:
+        """A new conversation with its first user message, in one transaction: a process
+        killed in between leaves neither (no empty, untitled conversation)."""
+        with self._write():
+            now, cid = self._now(), new_id()
+            self._conn.execute(
+                "INSERT INTO conversations (id, title, model, created_at, updated_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?)", (cid, None, model, now, now, "{}"))
+            return self._append(cid, "user", content, metadata=metadata)
+
+    @_store_call
     def add_message(
         self,
         conversation_id: str,
@@ -155,6 +169,7 @@ class SQLiteStore:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        reply_to: str | None = None,
     ) -> Message:
         """Append a message (next seq of the conversation), committed when this returns.
 
@@ -162,29 +177,34 @@ class SQLiteStore:
         untitled conversation, sets its title (`title_from`). NotFound for an unknown
         conversation id (a full id: resolve prefixes with `resolve` first).
         """
+        with self._write():
+            return self._append(conversation_id, role, content, thinking=thinking,
+                                tool_calls=tool_calls, tool_name=tool_name,
+                                tool_call_id=tool_call_id, metadata=metadata,
+                                reply_to=reply_to)  # fmt: skip
+
+    def _append(self, conversation_id: str, role: str, content: str, *,
+                thinking: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+                tool_name: str | None = None, tool_call_id: str | None = None,
+                metadata: dict[str, Any] | None = None,
+                reply_to: str | None = None) -> Message:  # fmt: skip
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        metadata = dict(metadata or {})
-        calls = None if tool_calls is None else dump(tool_calls)
-        title = title_from(content) if role == "user" else None
-        with self._write():
-            self._require_conversation(conversation_id)
-            (seq,) = self._conn.execute(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE conversation_id = ?",
-                (conversation_id,),
-            ).fetchone()
-            now, mid = self._now(), new_id()
-            row = (mid, conversation_id, seq, role, content, thinking, calls, tool_name,
-                   tool_call_id, dump(metadata), now)  # fmt: skip
-            self._conn.execute(
-                f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row
-            )
-            self._conn.execute(
-                "UPDATE conversations SET updated_at = ?, title = COALESCE(title, ?) WHERE id = ?",
-                (now, title, conversation_id),
-            )
-        return Message(mid, conversation_id, seq, role, content, thinking, tool_calls,
-                       tool_name, tool_call_id, metadata, now)  # fmt: skip
+        self._require_conversation(conversation_id)
+        (seq,) = self._conn.execute(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE conversation_id = ?",
+            (conversation_id,),
+        ).fetchone()
+        message = Message(new_id(), conversation_id, seq, role, content, thinking, tool_calls,
+                          tool_name, tool_call_id, dict(metadata or {}), self._now(),
+                          reply_to)  # fmt: skip
+        insert_message(self._conn, message)
+        self._conn.execute(
+            "UPDATE conversations SET updated_at = ?, title = COALESCE(title, ?) WHERE id = ?",
+            (message.created_at, title_from(content) if role == "user" else None,
+             conversation_id),
+        )  # fmt: skip
+        return message
 
     @_store_call
     def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
@@ -196,17 +216,17 @@ class SQLiteStore:
         with self._write():
             message = self.get_message(message_id)
             metadata = _resolve.merged_metadata(message.metadata, changes)
-            self._conn.execute(
-                "UPDATE messages SET metadata = ? WHERE id = ?", (dump(metadata), message_id)
-            )
+            self._conn.execute("UPDATE messages SET metadata = ? WHERE id = ?",
+                               (dump(metadata), message_id))  # fmt: skip
         return replace(message, metadata=metadata)
 
     @_store_call
-    def import_conversation(self, conversation: Conversation, messages: Sequence[Message]) -> int:
-        """Store an exported conversation under its ids; returns how many messages were new
-        (importing twice adds nothing). See sqlite_import.py."""
+    def import_conversation(self, conversation: Conversation, messages: Sequence[Message],
+                            *, replace: bool = False) -> int:  # fmt: skip
+        """Store an exported conversation under its ids; returns how many messages were
+        written (importing twice writes nothing). See sqlite_import.py."""
         with self._write():
-            return import_into(self._conn, conversation, messages)
+            return import_into(self._conn, conversation, messages, replace)
 
     @_store_call
     def delete(self, conversation_ids: Iterable[str]) -> int:
@@ -217,12 +237,8 @@ class SQLiteStore:
         """
         ids = list(dict.fromkeys(conversation_ids))
         with self._write():
-            missing = [
-                cid
-                for cid in ids
-                if self._conn.execute("SELECT 1 FROM conversations WHERE id = ?", (cid,)).fetchone()
-                is None
-            ]
+            missing = [cid for cid in ids if self._conn.execute(
+                "SELECT 1 FROM conversations WHERE id = ?", (cid,)).fetchone() is None]
             if missing:
                 raise NotFound(f"no conversation has id {', '.join(missing)}; nothing deleted.")
             self._conn.executemany(
@@ -250,21 +266,16 @@ class SQLiteStore:
             (conversation_id,),
         ).fetchone()
         if row is None:
-            raise NotFound(
-                f"no conversation has id {conversation_id!r}.",
-                hint="`localgpt history` lists them.",
-            )
+            raise NotFound(f"no conversation has id {conversation_id!r}.",
+                           hint="`localgpt history` lists them.")  # fmt: skip
         cid, title, model, count, created_at, updated_at, metadata = row
-        return Conversation(
-            cid, title, model, count, created_at, updated_at, load_object(metadata)
-        )
+        return Conversation(cid, title, model, count, created_at, updated_at, load_object(metadata))
 
     @_store_call
     def get_message(self, message_id: str) -> Message:
         """The message with exactly this id (NotFound otherwise)."""
-        row = self._conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
-        ).fetchone()
+        row = self._conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?",
+                                 (message_id,)).fetchone()  # fmt: skip
         if row is None:
             raise NotFound(f"no message has id {message_id!r}.")
         return message_from_row(row)
@@ -292,8 +303,7 @@ class SQLiteStore:
         rows = self._conn.execute(
             f"SELECT {CONVERSATION_COLUMNS} FROM conversations"
             " WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
-            (prefix, prefix + _AFTER_ID_CHARS, limit),
-        ).fetchall()
+            (prefix, prefix + _AFTER_ID_CHARS, limit)).fetchall()  # fmt: skip
         return [ConversationSummary(*row) for row in rows]
 
     @_store_call
@@ -311,9 +321,8 @@ class SQLiteStore:
             raise ValueError("limit and offset must not be negative")
         rows = self._conn.execute(
             f"SELECT {CONVERSATION_COLUMNS} FROM conversations"
-            " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
-            (limit, offset),
-        ).fetchall()
+            " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?", (limit, offset),
+        ).fetchall()  # fmt: skip
         return [ConversationSummary(*row) for row in rows]
 
     @_store_call
@@ -324,20 +333,13 @@ class SQLiteStore:
         cost depends on N, not on the length of the conversation.
         """
         self._require_conversation(conversation_id)
-        if last is None:
-            rows = self._conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq",
-                (conversation_id,),
-            ).fetchall()
-        else:
-            if last < 0:
-                raise ValueError("last must not be negative")
-            rows = self._conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ?"
-                " ORDER BY seq DESC LIMIT ?",
-                (conversation_id, last),
-            ).fetchall()
-            rows.reverse()
+        if last is not None and last < 0:
+            raise ValueError("last must not be negative")
+        rows = self._conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ?"
+            " ORDER BY seq DESC LIMIT ?", (conversation_id, -1 if last is None else last),
+        ).fetchall()  # fmt: skip
+        rows.reverse()
         return [message_from_row(row) for row in rows]
 
     @_store_call
@@ -369,10 +371,8 @@ class SQLiteStore:
             "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
         if found is None:
-            raise NotFound(
-                f"no conversation has id {conversation_id!r}.",
-                hint="`localgpt history` lists them.",
-            )
+            raise NotFound(f"no conversation has id {conversation_id!r}.",
+                           hint="`localgpt history` lists them.")  # fmt: skip
 
     @contextmanager
     def _write(self) -> Iterator[None]:

@@ -10,33 +10,72 @@ with nothing imported.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from localgpt_cli.errors import InvalidInput
+from localgpt_cli.errors import InvalidInput, PartialFailure
 from localgpt_cli.history.schema import ROLES
 from localgpt_cli.history.types import Conversation, Message
 
 Exported = tuple[Conversation, list[Message]]
 
 
-def missing_messages(
-    conversation: Conversation, messages: Sequence[Message], have: dict[int, str]
-) -> list[Message]:
-    """The exported messages a backend lacks (`have`: its seq -> id for the conversation),
-    in seq order. One rule for every backend, so an export moves between them the same
-    way: a message already there under its id is skipped (importing twice adds nothing);
-    a seq taken by another message, or a message of another conversation, is a conflict
-    and the whole conversation is refused."""
-    new = sorted((m for m in messages if have.get(m.seq) != m.id), key=lambda m: m.seq)
-    for m in new:
-        if m.seq in have or m.conversation_id != conversation.id:
+class ImportConflict(PartialFailure):
+    """An exported message has the id of a stored one but says something else; without
+    --replace the conversation is left as it is (`history import` goes on with the rest
+    and exits 5)."""
+
+    code = "import_conflict"
+
+
+def _differs(stored: Message, exported: Message) -> bool:
+    """What a message says (not its marks: metadata gains `important` after the fact)."""
+    return (stored.role, stored.content, stored.thinking, stored.tool_calls) != (
+        exported.role, exported.content, exported.thinking, exported.tool_calls)
+
+
+def changes(
+    conversation: Conversation, messages: Sequence[Message], have: dict[int, Message],
+    *, replace: bool = False, elsewhere: Collection[str] = (),
+) -> tuple[list[Message], list[Message]]:
+    """(new, replaced): the exported messages a backend lacks and, with `replace`, those
+    whose stored copy (`have`: seq -> message of the conversation) says something else;
+    each in seq order. One rule for every backend, so an export moves between them the
+    same way: a message already there as it is exported is skipped (importing twice adds
+    nothing); a seq taken by another message, or a message of another conversation, is
+    InvalidInput; a message whose content differs is an ImportConflict unless `replace`,
+    and so is one whose id is stored in another conversation (`elsewhere`), always.
+    Every refusal leaves the whole conversation as it was."""
+    new: list[Message] = []
+    replaced: list[Message] = []
+    for m in sorted(messages, key=lambda m: m.seq):
+        stored = have.get(m.seq)
+        if stored is not None and stored.id == m.id:
+            if _differs(stored, m):
+                replaced.append(m)
+            continue
+        if stored is not None or m.conversation_id != conversation.id:
             raise InvalidInput(
                 f"cannot import conversation {conversation.id}: its message {m.seq} differs "
-                f"from the stored one ({have.get(m.seq)} here, {m.id} in the export); "
-                "nothing of it was imported."
+                f"from the stored one ({stored.id if stored else None} here, {m.id} in the "
+                "export); nothing of it was imported."
             )
-    return new
+        new.append(m)
+    moved = [m.id for m in new if m.id in elsewhere]
+    if moved:
+        raise ImportConflict(
+            f"conversation {conversation.id}: message {moved[0]} of the export is stored in "
+            "another conversation; it was left unchanged.",
+            hint="Export that conversation again from the history it came from.")
+    if replaced and not replace:
+        first, more = replaced[0], len(replaced) - 1
+        which = f"message {first.id} (seq {first.seq})" + (f" and {more} more" if more else "")
+        raise ImportConflict(
+            f"conversation {conversation.id}: {which} of the export "
+            f"{'differ' if more else 'differs'} from the stored copy; it was left unchanged.",
+            hint="`history import --replace` overwrites them with the export's.",
+        )
+    return new, replaced
 
 
 def read_exports(text: str, where: str = "stdin") -> list[Exported]:
@@ -93,7 +132,8 @@ def _conversation(document: dict[str, Any], where: str, line: int) -> Exported:
         messages = [
             Message(str(m["id"]), str(m["conversation_id"]), int(m["seq"]), m["role"],
                     str(m["content"]), m["thinking"], m["tool_calls"], m["tool_name"],
-                    m["tool_call_id"], dict(m["metadata"] or {}), str(m["created_at"]))
+                    m["tool_call_id"], dict(m["metadata"] or {}), str(m["created_at"]),
+                    m.get("reply_to"))
             for m in document["messages"]
         ]  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:

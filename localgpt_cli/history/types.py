@@ -50,7 +50,10 @@ class Message:
     knew: by convention `sources`, `used_tools`, `usage`, `timings`, and `done_reason`
     (`stop`, `length`, `max_iterations`, `aborted`, `error`, or `incomplete` for a
     row added before streaming and never completed), with `error` ({"code",
-    "message"}) when the answer ended in one.
+    "message"}) when the answer ended in one. `reply_to` is the id of the user message
+    an answer (or a tool step) answers: two writers on one conversation interleave
+    (question, question, answer, answer), and this, not the order, pairs them
+    (pairing.py); None for a question, or a message stored without one.
     """
 
     id: str
@@ -64,6 +67,7 @@ class Message:
     tool_call_id: str | None
     metadata: dict[str, Any]
     created_at: str
+    reply_to: str | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,7 @@ class Message:
             "tool_call_id": self.tool_call_id,
             "metadata": self.metadata,
             "created_at": self.created_at,
+            "reply_to": self.reply_to,
         }
 
 

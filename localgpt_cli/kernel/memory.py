@@ -36,6 +36,7 @@ from localgpt_cli.errors import InvalidInput
 from localgpt_cli.kernel.conflicts import FileFacts, facts
 from localgpt_cli.kernel.context import message_tokens
 from localgpt_cli.kernel.terms import relevance
+from localgpt_cli.pairing import paired
 
 Chat = dict[str, Any]
 
@@ -109,7 +110,7 @@ def episodes(stored: Sequence[Any]) -> list[Episode]:
     a thousand turns this is a fifth of the selection time."""
     out: list[Episode] = []
     number = 0
-    for message in stored:
+    for message in paired(stored):  # each answer after its own question (pairing.py)
         if message.role == "user" or not number:
             number += 1
             turn = Episode(number, [], [], message.created_at, False)

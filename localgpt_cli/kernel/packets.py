@@ -76,6 +76,7 @@ class PacketFactory:
         selection: dict[str, Any] | None = None,
         grounded: bool | None = None,
         files: dict[str, Any] | None = None,
+        store_error: dict[str, Any] | None = None,
     ) -> StreamPacket:
         payload: dict[str, Any] = {
             "reason": reason,
@@ -96,4 +97,6 @@ class PacketFactory:
             payload["grounded"] = grounded
         if files is not None:  # only when the current folder ($HOME, /) was not a root
             payload["files"] = files
+        if store_error is not None:  # the answer was not stored: why (the exit code's error)
+            payload["store_error"] = store_error
         return self.make("done", payload)

@@ -10,8 +10,7 @@ the turn ends, however it ends: nothing the user typed or saw is lost.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
@@ -20,7 +19,6 @@ from localgpt_cli.kernel.answer.ground import ground, previous_turns
 from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
 from localgpt_cli.kernel.answer.prompt import fit_passages, grounded, pinned_blocks
 from localgpt_cli.kernel.context import (
-    DEFAULT_WINDOW,
     MESSAGE_OVERHEAD,
     SERVER_DEFAULT_CTX,
     assemble,
@@ -30,11 +28,12 @@ from localgpt_cli.kernel.context import (
     needed_num_ctx,
     prompt_budget,
 )
-from localgpt_cli.kernel.grounding import ContextFile, Retriever, files_block
-from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve, holds_local_data
-from localgpt_cli.kernel.memory import MemorySettings, episodes, recall
+from localgpt_cli.kernel.grounding import Retriever, files_block
+from localgpt_cli.kernel.loop import AgentLoop, holds_local_data
+from localgpt_cli.kernel.memory import episodes, recall
 from localgpt_cli.kernel.normalize import Normalizer
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
+from localgpt_cli.kernel.request import Toolbox, TurnRequest
 from localgpt_cli.kernel.strategy import Warn
 from localgpt_cli.llm.catalog import ModelCatalog
 from localgpt_cli.llm.provider import ModelInfo, Provider
@@ -48,47 +47,6 @@ if TYPE_CHECKING:
 
 # Less room than this for piped text and cutting it is pointless: the question is refused.
 MIN_PIPED_TOKENS = 256
-
-
-@dataclass
-class Toolbox:
-    """The tools enabled for a turn, and how to pick the ones offered to the model."""
-
-    tools: list[Tool]
-    select: Callable[[list[Tool], str], Selection] | None = None
-    approve: Approve | None = None
-    groups: list[str] | None = None  # the context filter `select` applies (None: all)
-    files: dict[str, Any] | None = None  # `done.files`: the current folder was left out
-    approve_network: Callable[[str, dict[str, Any]], bool | None] | None = None  # kernel/loop
-
-
-@dataclass
-class TurnRequest:
-    """Everything one turn needs from the command line."""
-
-    model: str
-    prompt: str
-    provider: str = "ollama"  # the profile whose server answers (done.provider)
-    system: str | None = None
-    stdin_text: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    think: bool | None = None  # None: think when the model can
-    stream: bool = True
-    conversation_id: str | None = None  # continue this conversation (a full id)
-    window: int = DEFAULT_WINDOW
-    max_iterations: int = DEFAULT_MAX_ITERATIONS
-    files: list[ContextFile] = field(default_factory=list)
-    memory: MemorySettings = field(default_factory=MemorySettings)
-    project_memory: list[str] = field(default_factory=list)  # facts, right after the system
-    answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
-
-    def user_content(self, piped: str | None = None) -> str:
-        """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of
-        it: the instruction reads last."""
-        piped = self.stdin_text if piped is None else piped
-        if piped and self.prompt:
-            return f"{piped.rstrip()}\n\n{self.prompt}"
-        return self.prompt or (piped or "")
 
 
 def _ms_since(start: float) -> int:
@@ -124,6 +82,8 @@ class Turn:
         self.finished = False
         self.conversation_id = request.conversation_id
         self.message_id: str | None = None
+        self.question_id: str | None = None  # the stored question: what the answer replies to
+        self.store_error: LocalGPTError | None = None  # the answer could not be stored
         self.loop: AgentLoop | None = None
         self.user_content = request.user_content()  # as sent, once fitted to the context
         self.cuts: list[dict[str, Any]] = []  # what was cut to fit, for `done` and history
@@ -247,10 +207,12 @@ class Turn:
             stored = self.store.messages(self.conversation_id)
         current = {"role": "user", "content": self.user_content}
         if self.store is not None:  # --no-save: the store is this process's memory
-            if self.conversation_id is None:
-                self.conversation_id = self.store.create_conversation(request.model).id
-            self.store.add_message(self.conversation_id, "user", current["content"])
-            self._user_stored = True
+            if self.conversation_id is None:  # with its first question, or not at all
+                question = self.store.start_conversation(request.model, current["content"])
+                self.conversation_id = question.conversation_id
+            else:
+                question = self.store.add_message(self.conversation_id, "user", current["content"])
+            self.question_id, self._user_stored = question.id, True
         history = self._recall(stored, budget - pinned_tokens - message_tokens(current))
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
@@ -319,15 +281,16 @@ class Turn:
             self.store.add_message(
                 self.conversation_id, "tool", message["content"],
                 tool_name=message["tool_name"], tool_call_id=message["tool_call_id"],
-                metadata={"ok": message["ok"]} | (
+                reply_to=self.question_id, metadata={"ok": message["ok"]} | (
                     {"preview": message["preview"]} if message.get("preview") else {}),
             )
         else:
             self.store.add_message(
                 self.conversation_id, "assistant", message["content"],
                 thinking=message.get("thinking"), tool_calls=message["tool_calls"],
-                metadata={"model": self.request.model, "provider": self.request.provider,
-                          "step": "tool_calls"},
+                reply_to=self.question_id, metadata={
+                    "model": self.request.model, "provider": self.request.provider,
+                    "step": "tool_calls"},
             )
 
     def _persist(self, reason: str, timings: dict[str, int | None]) -> None:
@@ -362,6 +325,7 @@ class Turn:
             normalizer.answer if normalizer else "",
             thinking=(normalizer.reasoning or None) if normalizer else None,
             metadata=metadata,
+            reply_to=self.question_id,
         )
         self.message_id = message.id
 
@@ -375,8 +339,8 @@ class Turn:
         }
         try:
             self._persist(reason, timings)
-        except LocalGPTError as exc:
-            self.warn(exc.code, f"the answer could not be stored: {exc}")
+        except LocalGPTError as exc:  # the store already tried again (postgres.py)
+            self.store_error, self.error = exc, self.error or exc  # said in `done`, exit code
         return self.factory.done(
             reason,
             model=self.request.model,
@@ -393,4 +357,5 @@ class Turn:
             selection=self.selection.report() if self.selection else None,
             grounded=grounded(self.grounding),
             files=self.toolbox.files if self.toolbox else None,
+            store_error=self.store_error.to_payload() if self.store_error else None,
         )
