@@ -1,0 +1,164 @@
+"""The HTTP providers against servers that misbehave on the wire (issue 24, items 3 and
+10): `--timeout` is the deadline to the first token, `idle_timeout` the limit between
+tokens, a server that accepts and never answers ends by a limit, and a connection cut in
+the middle of an SSE event is a lost connection. Each case runs `localgpt` as a process
+under `bounded`, and checks the exit code, the one line on stderr, and what the history
+keeps (messages counted before and after)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.faults import bounded
+from tests.misbehaving import MODEL, Misbehaving
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def messages(env: Path) -> list[tuple[str, str]]:
+    """(role, content) of every stored message, oldest first."""
+    path = env / "localgpt" / "history.db"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as db:
+        return list(db.execute("SELECT role, content FROM messages ORDER BY rowid"))
+
+
+def config(env: Path, text: str) -> None:
+    path = env / "config" / "localgpt" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def profile(env: Path, url: str, extra: str = "") -> None:
+    """`[providers.work]`: the OpenAI wire at `url`; `extra` goes at the top of the file."""
+    config(env, f'{extra}\n[providers.work]\nkind = "openai"\nbase_url = "{url}/v1"\n'
+                f'default_model = "{MODEL}"\n')  # fmt: skip
+
+
+def localgpt(*args: str, deadline: float):
+    return bounded([sys.executable, "-m", "localgpt_cli", *args], deadline,
+                   env=dict(os.environ), cwd=str(ROOT))  # fmt: skip
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+# -- item 3: the OpenAI wire ----------------------------------------------------------------
+
+
+def test_sse_comments_every_second_do_not_outlive_timeout(isolated_env):
+    """Before: each comment reset the read timeout, and the command never ended."""
+    with Misbehaving("keepalive", every=1.0) as server:
+        profile(isolated_env, server.url)
+        r = localgpt("chat", "--timeout", "3", "-m", f"work:{MODEL}", "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert r.seconds < 15, r.seconds
+    line = one_line(r.stderr)
+    assert "sent no answer within 3 s" in line and "--timeout" in line, line
+    assert r.stdout == ""
+    # the question is kept, and the answer as far as it came: empty
+    assert messages(isolated_env) == [("user", "hi"), ("assistant", "")]
+
+
+def test_tokens_then_only_comments_end_at_the_idle_limit_keeping_the_partial_answer(
+        isolated_env):  # fmt: skip
+    with Misbehaving("stall", every=1.0) as server:
+        profile(isolated_env, server.url, "idle_timeout = 3")
+        r = localgpt("chat", "-m", f"work:{MODEL}", "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.startswith("Partial answer"), r.stdout
+    line = one_line(r.stderr)
+    assert "no token for 3 s" in line and "idle_timeout" in line, line
+    assert messages(isolated_env) == [("user", "hi"), ("assistant", "Partial answer")]
+
+
+def test_a_server_that_accepts_and_never_answers_ends_at_timeout(isolated_env):
+    with Misbehaving("silent") as server:
+        profile(isolated_env, server.url, "timeout = 3")
+        r = localgpt("chat", "-m", f"work:{MODEL}", "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert "sent no answer within 3 s" in one_line(r.stderr)
+    assert messages(isolated_env) == [("user", "hi"), ("assistant", "")]
+
+
+def test_with_no_timeout_set_a_silent_server_ends_at_the_default_limit(
+        isolated_env, monkeypatch):  # fmt: skip
+    """No --timeout, no `timeout` in the file: the default first-token limit still ends
+    the wait (shortened here; the figure itself is DEFAULT_FIRST_TOKEN, 600 s)."""
+    from localgpt_cli.llm import deadline
+    from localgpt_cli.llm.openai import OpenAIProvider
+
+    monkeypatch.setattr(deadline, "DEFAULT_FIRST_TOKEN", 2.0)
+    with Misbehaving("silent") as server:
+        provider = OpenAIProvider(server.url + "/v1")
+        assert provider.limits.first == 2.0
+        from localgpt_cli.errors import OllamaTimeout
+
+        with pytest.raises(OllamaTimeout, match="within 2 s"):
+            list(provider.chat_stream(MODEL, [{"role": "user", "content": "hi"}]))
+
+
+def test_embeddings_from_a_silent_server_end_at_timeout(isolated_env):
+    from localgpt_cli.errors import OllamaTimeout
+    from localgpt_cli.llm.ollama import OllamaClient
+    from localgpt_cli.llm.openai import OpenAIProvider
+
+    with Misbehaving("silent") as server:
+        for provider in (OpenAIProvider(server.url + "/v1", timeout=2),
+                         OllamaClient(server.url, timeout=2)):  # fmt: skip
+            with pytest.raises(OllamaTimeout, match="within 2 s"):
+                provider.embed(MODEL, ["a passage"])
+
+
+# -- item 3: Ollama's NDJSON ---------------------------------------------------------------
+
+
+def test_ollama_empty_chunks_every_second_do_not_outlive_timeout(isolated_env, monkeypatch):
+    with Misbehaving("keepalive", every=1.0) as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        r = localgpt("chat", "--timeout", "3", "-m", MODEL, "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert "sent no answer within 3 s" in one_line(r.stderr)
+    assert messages(isolated_env) == [("user", "hi"), ("assistant", "")]
+
+
+def test_ollama_tokens_then_empty_chunks_end_at_the_idle_limit(isolated_env, monkeypatch):
+    with Misbehaving("stall", every=1.0) as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        config(isolated_env, "idle_timeout = 3\n")
+        r = localgpt("chat", "-m", MODEL, "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert "no token for 3 s" in one_line(r.stderr)
+    assert messages(isolated_env) == [("user", "hi"), ("assistant", "Partial answer")]
+
+
+def test_ollama_that_accepts_and_never_answers_ends_at_timeout(isolated_env, monkeypatch):
+    with Misbehaving("silent") as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        r = localgpt("chat", "--timeout", "3", "-m", MODEL, "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert "within 3 s" in one_line(r.stderr)
+
+
+# -- item 10: a connection cut in the middle of an SSE event -------------------------------
+
+
+def test_a_cut_in_the_middle_of_an_event_is_a_lost_connection(isolated_env):
+    """Before: the half event was parsed, and the command exited 1 with `bad_response`."""
+    with Misbehaving("cut_event") as server:
+        profile(isolated_env, server.url)
+        r = localgpt("chat", "--json", "-m", f"work:{MODEL}", "hi", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert '"code":"connection_lost"' in r.stdout, r.stdout
+    assert "bad_response" not in r.stdout + r.stderr
+    assert messages(isolated_env) == [("user", "hi"), ("assistant", "Partial answer")]
