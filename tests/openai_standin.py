@@ -85,6 +85,9 @@ class OpenAIStandIn:
         # `rerank_reply` replaces the whole reply (malformed replies for the tests).
         self.rerank_logits = False
         self.rerank_reply: Any = None
+        # As vLLM started without --enable-auto-tool-choice: a request offering tools is
+        # refused with HTTP 400 naming them.
+        self.refuse_tools = False
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -176,6 +179,10 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("model") not in self.standin.models:
             msg = f"The model `{body.get('model')}` does not exist."
             return self._error(404, msg, "invalid_request_error")
+        if self.standin.refuse_tools and body.get("tools"):
+            msg = ('"auto" tool choice requires --enable-auto-tool-choice and '
+                   "--tool-call-parser to be set")
+            return self._error(400, msg, "BadRequestError")
         answer = self.standin.next_answer()
         if answer.status != 200:
             extra = {"Retry_After": answer.retry_after} if answer.retry_after else {}
