@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.faults import bounded
+from tests.faults import Bounded, Faults, bounded
 from tests.misbehaving import MODEL, Misbehaving
+from tests.served import Served
 
 ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-test-wire"
 
 
 def messages(env: Path) -> list[tuple[str, str]]:
@@ -162,3 +167,105 @@ def test_a_cut_in_the_middle_of_an_event_is_a_lost_connection(isolated_env):
     assert '"code":"connection_lost"' in r.stdout, r.stdout
     assert "bad_response" not in r.stdout + r.stderr
     assert messages(isolated_env) == [("user", "hi"), ("assistant", "Partial answer")]
+
+
+# -- the stand-ins as processes: hang, die, restart, refuse ---------------------------------
+# Each answer is 40 tokens 0.25 s apart: a fault injected at the first token lands mid-answer.
+
+SLOW = ("--tokens", "40", "--delay", "0.25")
+
+
+@pytest.fixture(params=["ollama", "openai"])
+def served(request, isolated_env, monkeypatch):
+    """(the server process, the -m value that reaches it) for Ollama and the OpenAI wire."""
+    if request.param == "ollama":
+        server = Served("tests.standin", *SLOW).start()
+        monkeypatch.setenv("OLLAMA_HOST", server.url)
+        config(isolated_env, "idle_timeout = 3\n")
+        model = "llama3.2"
+    else:
+        server = Served("tests.openai_standin", *SLOW, "--key", KEY).start()
+        monkeypatch.setenv("WORK_API_KEY", KEY)
+        config(isolated_env, f'idle_timeout = 3\n[providers.work]\nkind = "openai"\n'
+               f'base_url = "{server.url}"\napi_key_env = "WORK_API_KEY"\n')  # fmt: skip
+        model = "work:some-model"
+    yield server, model
+    Faults(server).resume()
+    server.stop()
+
+
+def mid_answer(action, *args: str, deadline: float) -> Bounded:
+    """`localgpt ARGS`, with `action` (the fault) done once its first token is out: as
+    `bounded`, failing the test if the command outlives `deadline` plus 10 s."""
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "localgpt_cli", *args], text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ), cwd=str(ROOT))
+    guard = threading.Timer(deadline + 10, proc.kill)
+    guard.start()
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.read(4)  # "tok ": the answer is under way
+        action()
+        out, err = proc.communicate()
+    finally:
+        guard.cancel()
+    seconds = time.monotonic() - start
+    assert seconds < deadline + 10, f"{args} still running after {deadline + 10:.0f} s: {err}"
+    return Bounded(proc.returncode, first + out, err, seconds)
+
+
+def test_served_hung_mid_answer_ends_at_the_idle_limit_keeping_the_partial_answer(
+        served, isolated_env):  # fmt: skip
+    server, model = served
+    faults = Faults(server)
+    r = mid_answer(faults.hang, "chat", "-m", model, "count", deadline=15)
+    faults.resume()
+    assert r.returncode == 3, r.stderr
+    assert "no token for 3 s" in one_line(r.stderr)
+    (user, answer) = messages(isolated_env)
+    assert user == ("user", "count") and answer[0] == "assistant"
+    assert answer[1].startswith("tok") and answer[1].strip() == r.stdout.strip()
+
+
+def test_served_hung_before_answering_ends_at_timeout(served, isolated_env):
+    server, model = served
+    faults = Faults(server)
+    with faults.hung():
+        r = localgpt("chat", "--timeout", "3", "-m", model, "count", deadline=10)
+    assert r.returncode == 3, r.stderr
+    assert "within 3 s" in one_line(r.stderr)
+    assert messages(isolated_env) in ([], [("user", "count"), ("assistant", "")])
+
+
+def test_served_killed_mid_answer_then_restarted(served, isolated_env):
+    server, model = served
+    faults = Faults(server)
+    r = mid_answer(faults.kill, "chat", "-m", model, "count", deadline=15)
+    assert r.returncode == 3, r.stderr
+    assert "lost mid-answer" in one_line(r.stderr) or "ended before" in r.stderr, r.stderr
+    (_, answer) = messages(isolated_env)
+    assert answer[1].startswith("tok") and answer[1].strip() == r.stdout.strip()
+    # down: refused at once, one line, nothing more stored
+    r = localgpt("chat", "-m", model, "again", deadline=10)
+    assert r.returncode == 3 and "not reachable" in one_line(r.stderr), r.stderr
+    kept = messages(isolated_env)
+    server.start()  # restarted on the same port
+    r = localgpt("chat", "-m", model, "count", deadline=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "tok " * 40 + "\n"
+    assert messages(isolated_env)[: len(kept)] == kept
+    assert messages(isolated_env)[-2:] == [("user", "count"), ("assistant", "tok " * 40)]
+
+
+def test_served_refuses_an_unknown_model_or_a_bad_key(served, isolated_env, monkeypatch):
+    server, model = served
+    before = messages(isolated_env)
+    if model.startswith("work:"):
+        monkeypatch.setenv("WORK_API_KEY", "sk-wrong")
+        r = localgpt("chat", "-m", model, "hi", deadline=10)
+        assert r.returncode == 77 and "$WORK_API_KEY" in one_line(r.stderr), r.stderr
+    else:
+        r = localgpt("chat", "-m", "no-such-model", "hi", deadline=10)
+        assert r.returncode == 4 and "'no-such-model'" in one_line(r.stderr), r.stderr
+    assert messages(isolated_env) == before
