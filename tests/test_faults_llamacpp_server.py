@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 from tests.faults import Faults
 from tests.requires import unavailable
 from tests.test_faults_wire import config, localgpt, messages, mid_answer, one_line
-from tests.test_llamacpp_server import ALIAS, _free_port, _wait_ready, gguf, missing
+from tests.test_llamacpp_server import ALIAS, START_SECONDS, _free_port, gguf, missing
 
 KEY = "sk-llama-fault"
 LONG = ("-o", "seed", "1", "-o", "temperature", "0", "-o", "num_predict", "200",
@@ -39,8 +41,24 @@ class LlamaServer:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)  # fmt: skip
-        _wait_ready(self.proc, self.url, self.log)
+        self._wait_ready()
         return self
+
+    def _wait_ready(self) -> None:
+        """Until /v1/models answers the key (test_llamacpp_server's wait asks without one)."""
+        assert self.proc is not None
+        request = urllib.request.Request(f"{self.url}/models",
+                                         headers={"Authorization": f"Bearer {KEY}"})
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(request, timeout=2) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        pytest.fail("llama_cpp.server did not start:\n"
+                    + self.log.read_text(errors="replace")[-3000:])  # fmt: skip
 
     def pids(self) -> list[int]:
         return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
@@ -107,12 +125,14 @@ def test_llama_server_killed_mid_answer_then_restarted(llama, llama_profile, iso
     assert r.returncode == 3, r.stderr
     line = one_line(r.stderr)
     assert "lost mid-answer" in line or "ended before" in line, line
-    kept = messages(isolated_env)
-    assert [m[0] for m in kept] == ["user", "assistant"]
-    assert kept[1][1].strip() == r.stdout.strip()
+    before = messages(isolated_env)
+    assert [m[0] for m in before] == ["user", "assistant"]
+    assert before[1][1].strip() == r.stdout.strip()
     r = localgpt("chat", "-m", llama_profile, "hi", deadline=20)
     assert r.returncode == 3 and "not reachable" in one_line(r.stderr), r.stderr
-    assert messages(isolated_env) == kept  # a refused connection stores nothing
+    # the model's facts were cached, so the question was stored before the refusal
+    kept = messages(isolated_env)
+    assert kept == [*before, ("user", "hi"), ("assistant", "")]
     llama.start()
     r = localgpt("chat", "-m", llama_profile, "-o", "num_predict", "8", "Say hi.", deadline=60)
     assert r.returncode == 0, r.stderr

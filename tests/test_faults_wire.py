@@ -204,10 +204,12 @@ def mid_answer(action, *args: str, deadline: float) -> Bounded:
     guard = threading.Timer(deadline + 10, proc.kill)
     guard.start()
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         first = proc.stdout.read(4)  # "tok ": the answer is under way
         action()
-        out, err = proc.communicate()
+        # read on from the same buffered stream (communicate() would skip its buffer)
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait()
     finally:
         guard.cancel()
     seconds = time.monotonic() - start
@@ -246,10 +248,13 @@ def test_served_killed_mid_answer_then_restarted(served, isolated_env):
     assert "lost mid-answer" in one_line(r.stderr) or "ended before" in r.stderr, r.stderr
     (_, answer) = messages(isolated_env)
     assert answer[1].startswith("tok") and answer[1].strip() == r.stdout.strip()
-    # down: refused at once, one line, nothing more stored
+    # down: refused at once, one line; the question and an empty answer are stored (the
+    # model's facts were cached, so nothing was asked before the turn began)
+    before = messages(isolated_env)
     r = localgpt("chat", "-m", model, "again", deadline=10)
     assert r.returncode == 3 and "not reachable" in one_line(r.stderr), r.stderr
     kept = messages(isolated_env)
+    assert kept == [*before, ("user", "again"), ("assistant", "")]
     server.start()  # restarted on the same port
     r = localgpt("chat", "-m", model, "count", deadline=30)
     assert r.returncode == 0, r.stderr
