@@ -6,9 +6,9 @@ one that accepts the connection and never answers waits as long as the client do
 the answer is read on a worker thread and the caller waits on a queue with a clock that
 counts only tokens: `first` seconds to the first one (or to a whole reply, for requests
 that do not stream), then `idle` seconds from each token to the next. When the clock
-runs out the caller gets `Expired` at once; the worker, still blocked in its read, is
-woken by `abort` (the provider shuts the socket) or ends at the client's own read
-timeout, `Limits.backstop`, so no thread waits for ever either.
+runs out the caller gets `Expired` at once; the worker, a daemon thread still blocked in
+its read, ends at the client's own read timeout, `Limits.backstop`, or with the process,
+so no thread waits for ever either.
 """
 
 from __future__ import annotations
@@ -89,8 +89,7 @@ def _pump(items: Iterator[T], out: queue.SimpleQueue[tuple[int, object]],
     out.put((_END, None))
 
 
-def paced(items: Iterator[T], limits: Limits, is_token: Callable[[T], bool],
-          abort: Callable[[], None] = lambda: None) -> Iterator[T]:  # fmt: skip
+def paced(items: Iterator[T], limits: Limits, is_token: Callable[[T], bool]) -> Iterator[T]:
     """`items`, read on a worker thread, each passed on as it comes; `Expired` when no
     token (an item for which `is_token` holds) came within the limit. Items that are not
     tokens (keep-alives, role-only deltas) pass through but do not reset the clock."""
@@ -105,7 +104,6 @@ def paced(items: Iterator[T], limits: Limits, is_token: Callable[[T], bool],
             try:
                 kind, value = out.get(timeout=max(0.0, since + limit - time.monotonic()))
             except queue.Empty:
-                abort()
                 raise Expired(last is not None, limit) from None
             if kind == _END:
                 return
@@ -119,9 +117,9 @@ def paced(items: Iterator[T], limits: Limits, is_token: Callable[[T], bool],
         gone.set()
 
 
-def within(call: Callable[[], T], limits: Limits, abort: Callable[[], None] = lambda: None) -> T:
+def within(call: Callable[[], T], limits: Limits) -> T:
     """`call()`'s result, waited for at most `limits.first` seconds (a whole reply)."""
-    return next(paced(_once(call), limits, lambda _: True, abort))
+    return next(paced(_once(call), limits, lambda _: True))
 
 
 def _once(call: Callable[[], T]) -> Iterator[T]:
