@@ -168,7 +168,8 @@ class OllamaClient:
         options: dict[str, Any] | None = None,
         keep_alive: str | float | None = None,
     ) -> Iterator[Any]:
-        """Yield ChatResponse chunks; closing this generator closes the HTTP stream."""
+        """Yield ChatResponse chunks, read on a worker thread under the time limits;
+        closing this generator closes the HTTP stream when its next chunk arrives."""
         with self._errors(model):
             stream = self._chat_request(model, messages, tools, think, options, keep_alive, True)
             yield from paced(stream, self.limits, _is_token)
