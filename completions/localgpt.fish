@@ -28,7 +28,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from chat' -s o -l option -x -d 
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l think -l no-think -d 'Ask the model to reason first (default: when the model can).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l hide-thinking -d 'Do not show the model\'s reasoning.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l no-stream -d 'Wait for the whole answer before writing.'
-complete -c localgpt -n '__fish_seen_subcommand_from chat' -l timeout -x -d 'Give up when Ollama does not answer in time.'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l timeout -x -d 'Give up when the model\'s first token has not come within SECONDS (default 600; between tokens: idle_timeout in config.toml, 120).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s c -l continue -d 'Continue the latest conversation.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l cid -x -d 'Continue this conversation (a unique id prefix).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l no-save -d 'Keep this chat in memory only (the REPL remembers it); nothing is written.'

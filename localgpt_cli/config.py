@@ -39,7 +39,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("home", "LOCALGPT_HOME", None, str, "data folder (history, lancedb, lock)"),
     Spec("db", "LOCALGPT_DB", None, str, "LanceDB URI (default: <home>/lancedb)"),
     Spec("system", None, None, str, "default system prompt"),
-    Spec("timeout", None, None, float, "seconds to wait for Ollama (default: no limit)"),
+    Spec("timeout", None, None, float, "seconds to a first token or whole reply (default: 600)"),
+    Spec("idle_timeout", None, None, float, "seconds between two tokens (default: 120)"),
     Spec("window", None, 20, int, "history messages kept in the context"),
     Spec("collection", "LOCALGPT_COLLECTION", "default", str, "knowledge-base collection"),
     Spec("provider", "LOCALGPT_PROVIDER", "ollama", str, "provider profile ([providers.NAME])"),
@@ -204,7 +205,7 @@ class Profile:
     source: str
     api_key_env: str | None = None
     default_model: str | None = None
-    capabilities: tuple[str, ...] = ()
+    capabilities: tuple[str, ...] | None = None  # None: not said (openai: tools tried)
     context_length: int | None = None
     model_path: str | None = None  # kind llamacpp: the GGUF file run in this process
 
@@ -236,10 +237,10 @@ def _profiles(tables: Any, path: Path) -> dict[str, Profile]:
             raise InvalidInput(f"{what} needs kind = \"openai\", \"ollama\" or \"llamacpp\" "
                                "(and base_url for openai, model_path for llamacpp).")
         base_url = table.get("base_url")
-        if kind == "ollama" and base_url:
-            base_url = normalize_host(base_url, what)
+        base_url = normalize_host(base_url, what) if kind == "ollama" and base_url else base_url
+        caps = tuple(table["capabilities"]) if "capabilities" in table else None
         out[name] = Profile(name, kind, base_url, where, table.get("api_key_env"),
-                            table.get("default_model"), tuple(table.get("capabilities", ())),
+                            table.get("default_model"), caps,
                             table.get("context_length"), table.get("model_path"))  # fmt: skip
     return out
 

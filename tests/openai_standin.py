@@ -7,7 +7,7 @@ is tested through its real HTTP client talking to something that speaks the wire
 byte. Tests script each answer with `Answer`; `GET /v1/models` lists `models`.
 
 Run as a process for benchmarks (answers every request with N "tok " tokens):
-    python -m tests.openai_standin --tokens N
+    python -m tests.openai_standin --tokens N [--delay S] [--port P] [--key K]
 prints its base URL on the first stdout line and serves until SIGTERM.
 """
 
@@ -56,6 +56,7 @@ class Answer:
     cut_after: int | None = None
     error_after: int | None = None  # N content deltas, then a `data: {"error": …}` event
     no_done: bool = False
+    delay: float = 0.0  # seconds before each content delta (a model that takes its time)
     usage: tuple[int, int] = (11, 7)  # prompt, completion
 
 
@@ -76,7 +77,9 @@ def _split(text: str, n: int) -> list[str]:
 class OpenAIStandIn:
     """A threaded server on 127.0.0.1; `url` is the base URL (with `/v1`)."""
 
-    def __init__(self, models: tuple[str, ...] = ("some-model",), key: str | None = None):
+    def __init__(self, models: tuple[str, ...] = ("some-model",), key: str | None = None,
+                 port: int = 0):  # fmt: skip
+        self.port = port
         self.models = list(models)
         self.key = key  # when set, requests without `Authorization: Bearer key` get 401
         self.answers: list[Answer] = []
@@ -85,6 +88,9 @@ class OpenAIStandIn:
         # `rerank_reply` replaces the whole reply (malformed replies for the tests).
         self.rerank_logits = False
         self.rerank_reply: Any = None
+        # As vLLM started without --enable-auto-tool-choice: a request offering tools is
+        # refused with HTTP 400 naming them.
+        self.refuse_tools = False
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -106,7 +112,7 @@ class OpenAIStandIn:
 
     def start(self) -> OpenAIStandIn:
         handler = type("Handler", (_Handler,), {"standin": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -176,6 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("model") not in self.standin.models:
             msg = f"The model `{body.get('model')}` does not exist."
             return self._error(404, msg, "invalid_request_error")
+        if self.standin.refuse_tools and body.get("tools"):
+            msg = ('"auto" tool choice requires --enable-auto-tool-choice and '
+                   "--tool-call-parser to be set")
+            return self._error(400, msg, "BadRequestError")
         answer = self.standin.next_answer()
         if answer.status != 200:
             extra = {"Retry_After": answer.retry_after} if answer.retry_after else {}
@@ -266,6 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(b"data: [DONE]\n\n")
                 self._send(b"")
                 return
+            time.sleep(answer.delay)
             self._event(body, {"content": piece})
         self._tool_deltas(body, answer.tool_calls)
         reason = answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop")
@@ -298,9 +309,12 @@ class _Handler(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser(description="OpenAI-wire stand-in server")
     parser.add_argument("--tokens", type=int, default=100)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each token")
+    parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
+    parser.add_argument("--key", help="API key a request must carry (else HTTP 401)")
     args = parser.parse_args()
-    server = OpenAIStandIn()
-    server.default = Answer(content="tok " * args.tokens)
+    server = OpenAIStandIn(key=args.key, port=args.port)
+    server.default = Answer(content="tok " * args.tokens, delay=args.delay)
     server.start()
     print(server.url, flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

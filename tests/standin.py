@@ -284,9 +284,11 @@ class StandIn:
     """
 
     def __init__(
-        self, *, port: int = 0, tokens: int | None = None, chunk_text: str = "tok "
+        self, *, port: int = 0, tokens: int | None = None, chunk_text: str = "tok ",
+        delay: float = 0.0,
     ) -> None:
         self.port = port
+        self._delay = delay  # seconds between the chunks of a --tokens reply
         self.url = ""
         self.requests: list[Recorded] = []
         self.disconnects = 0
@@ -497,7 +499,7 @@ class StandIn:
 
     def _default_reply(self, raw_model: str) -> Reply:
         if self._tokens is not None:
-            return Reply(content=[self._chunk_text] * self._tokens)
+            return Reply(content=[self._chunk_text] * self._tokens, delay=self._delay)
         return Reply(
             content=f"Hello from {raw_model}.",
             thinking="The user greeted me. I should greet them back.",
@@ -1175,6 +1177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="every chat reply is N content chunks, sent as fast as possible",
     )
     parser.add_argument("--chunk-text", default="tok ", help="text of each --tokens chunk")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument(
         "--embedder",
         action="append",
@@ -1184,7 +1187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(FACTORY() gives an object with .embed(texts) or a callable)",
     )
     args = parser.parse_args(argv)
-    standin = StandIn(port=args.port, tokens=args.tokens, chunk_text=args.chunk_text)
+    standin = StandIn(port=args.port, tokens=args.tokens, chunk_text=args.chunk_text,
+                      delay=args.delay)
     for plug in args.embedder:
         model, fn = _import_embedder(plug, parser)
         standin.set_embedder(model, fn)

@@ -203,7 +203,11 @@ def test_dropped_connection_exits_3(standin):
     assert next(p for p in packets if p["type"] == "error")["payload"]["code"] == "connection_lost"
 
 
-def test_timeout_on_a_slow_stream_exits_3(standin):
+def test_timeout_on_a_slow_stream_exits_3(standin, isolated_env):
+    """--timeout is the time to the first token; between tokens, `idle_timeout`."""
+    config = isolated_env / "config" / "localgpt" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("idle_timeout = 0.3\n")
     standin.script(Reply(content=["a ", "b ", "c"], delay=2.0))
     r = invoke("chat", "--json", "--timeout", "0.3", "q")
     assert r.exit_code == 3

@@ -240,3 +240,67 @@ def test_a_profile_without_base_url_is_refused_in_one_line(isolated_env):
     assert r.exit_code == 6
     assert "[providers.work]" in r.stderr and "base_url" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+# -- tools on a profile that does not say (issue 24, item 15) -------------------------------
+
+
+def _profile(server: OpenAIStandIn, env: Path, capabilities: str | None) -> None:
+    config = env / "config" / "localgpt" / "config.toml"
+    config.write_text(
+        f'[providers.work]\nkind = "openai"\nbase_url = "{server.url}"\n'
+        'api_key_env = "WORK_API_KEY"\ndefault_model = "some-model"\n'
+        + (f"capabilities = {capabilities}\n" if capabilities is not None else "")
+    )
+
+
+def _offered(server: OpenAIStandIn) -> list[bool]:
+    return [bool(r["body"].get("tools")) for r in server.requests
+            if r["path"] == "/v1/chat/completions"]  # fmt: skip
+
+
+def test_a_profile_without_capabilities_offers_tools(server, isolated_env):
+    """Before: no `capabilities`, no tools, and no warning that they were left out."""
+    _profile(server, isolated_env, None)
+    server.script(Answer(tool_calls=[ToolCall("calculator", '{"expression": "2 + 3"}')]),
+                  Answer(content="It is 5."))  # fmt: skip
+    r = invoke("chat", "--json", "-m", "work:some-model", "what is 2 + 3?")
+    assert r.exit_code == 0, r.stderr
+    assert _offered(server) == [True, True]
+    assert [p["name"] for p in payloads(r, "tool_result")] == ["calculator"]
+    assert "".join(payloads(r, "token")) == "It is 5." and r.stderr == ""
+
+
+def test_a_server_refusing_tools_is_asked_again_without_them_and_remembered(
+        server, isolated_env):  # fmt: skip
+    _profile(server, isolated_env, None)
+    server.refuse_tools = True
+    r = invoke("chat", "--json", "-m", "work:some-model", "hi")
+    assert r.exit_code == 0, r.stderr
+    assert "".join(payloads(r, "token")) == "Hello there."
+    assert _offered(server) == [True, False]  # refused (400), then without tools
+    assert '"code":"tools_unsupported"' in r.stderr and "refused tools" in r.stderr
+    # The next command knows: one request, no tools, the same warning code.
+    r = invoke("chat", "--json", "-m", "work:some-model", "hi again")
+    assert r.exit_code == 0, r.stderr
+    assert _offered(server) == [True, False, False]
+    assert '"code":"tools_unsupported"' in r.stderr
+    # Per model: the other model of the profile is still offered tools.
+    r = invoke("chat", "--json", "-m", "work:other-model", "hi")
+    assert _offered(server)[3:] == [True, False]
+
+
+def test_capabilities_force_tools_on_or_off(server, isolated_env):
+    _profile(server, isolated_env, "[]")
+    r = invoke("chat", "--json", "-m", "work:some-model", "hi")
+    assert r.exit_code == 0, r.stderr
+    assert _offered(server) == [False]
+    assert '"code":"tools_unsupported"' in r.stderr  # said, as for an Ollama model
+    # Forced on: offered even after the server refused them once.
+    _profile(server, isolated_env, '["tools"]')
+    server.refuse_tools = True
+    invoke("chat", "--json", "-m", "work:some-model", "hi")
+    server.refuse_tools = False
+    r = invoke("chat", "--json", "-m", "work:some-model", "hi")
+    assert r.exit_code == 0, r.stderr
+    assert _offered(server) == [False, True, False, True]

@@ -184,7 +184,8 @@ def _check_ranges(settings: Settings) -> None:
     first request (exit 1), a negative window meant nothing. One line naming the file."""
     import math
 
-    for key, fits, want in (("timeout", lambda v: 0 < v < math.inf, "a number above 0"),
+    above_0 = (lambda v: 0 < v < math.inf, "a number above 0")
+    for key, fits, want in (("timeout", *above_0), ("idle_timeout", *above_0),
                             ("window", lambda v: v >= 0, "0 or more")):  # fmt: skip
         value = settings.values.get(key)
         if value is not None and not fits(value):
@@ -201,20 +202,20 @@ def open_provider(settings: Settings, name: str, timeout: float | None) -> Provi
 
         return LlamaCppProvider(
             profile.model_path or "", name=profile.name, model=profile.default_model,
-            capabilities=profile.capabilities, context_length=profile.context_length,
+            capabilities=profile.capabilities or (), context_length=profile.context_length,
         )  # fmt: skip
     if profile is not None and profile.kind == "openai":
         from localgpt_cli.llm.openai import OpenAIProvider
 
         return OpenAIProvider(
             profile.base_url or "", name=profile.name, api_key_env=profile.api_key_env,
-            timeout=timeout, capabilities=profile.capabilities,
-            context_length=profile.context_length,
+            timeout=timeout, idle=settings.idle_timeout, capabilities=profile.capabilities,
+            context_length=profile.context_length, refusals=cache_dir() / "tools-refused.json",
         )  # fmt: skip
     from localgpt_cli.llm.ollama import OllamaClient
 
     host = profile.base_url if profile and profile.base_url else settings.host
-    return OllamaClient(host, timeout=timeout)
+    return OllamaClient(host, timeout=timeout, idle=settings.idle_timeout)
 
 
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

@@ -62,7 +62,8 @@ Examples:
 @click.option("--hide-thinking", is_flag=True, help="Do not show the model's reasoning.")
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer before writing.")
 @click.option("--timeout", type=Finite(min=0, min_open=True), metavar="SECONDS",
-              help="Give up when Ollama does not answer in time.")
+              help="Give up when the model's first token has not come within SECONDS "
+                   "(default 600; between tokens: idle_timeout in config.toml, 120).")
 @click.option("-c", "--continue", "continue_", is_flag=True,
               help="Continue the latest conversation.")
 @click.option("--cid", metavar="ID", help="Continue this conversation (a unique id prefix).")

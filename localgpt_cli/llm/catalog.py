@@ -40,10 +40,15 @@ class ModelCatalog:
             data = json.loads(self.cache_path.read_text())
         except (OSError, ValueError):
             return {}
-        return data if data.get("host") == self.client.host else {}
+        return data if data.get("host") == self._identity() else {}
+
+    def _identity(self) -> str:
+        """What the cache is of: the server, and the capabilities its profile forces (a
+        changed `capabilities` must count at once, not after the cache's five minutes)."""
+        return f"{self.client.host} {getattr(self.client, 'capabilities', None)}"
 
     def _save(self, data: dict[str, Any]) -> None:
-        data["host"] = self.client.host
+        data["host"] = self._identity()
         try:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix=".models.")

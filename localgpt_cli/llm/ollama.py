@@ -13,6 +13,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import (
@@ -24,6 +25,7 @@ from localgpt_cli.errors import (
     ServerBusy,
     UnsupportedCapability,
 )
+from localgpt_cli.llm.deadline import Expired, Limits, paced, within
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 
 if TYPE_CHECKING:
@@ -55,11 +57,15 @@ def _iso(value: Any) -> str | None:
 
 
 class OllamaClient:
-    """A thin, error-translating wrapper around `ollama.Client` for one host."""
+    """A thin, error-translating wrapper around `ollama.Client` for one host. `timeout`
+    is the time to the first token (and to a whole reply), `idle` the time between
+    tokens (llm/deadline.py): the client's own timeout bounds one read, not an answer."""
 
-    def __init__(self, host: str, timeout: float | None = None) -> None:
+    def __init__(self, host: str, timeout: float | None = None,
+                 idle: float | None = None) -> None:  # fmt: skip
         self.host = host
         self.timeout = timeout
+        self.limits = Limits.of(timeout, idle)
         self._client: Any = None
 
     @property
@@ -67,7 +73,7 @@ class OllamaClient:
         if self._client is None:
             import ollama
 
-            self._client = ollama.Client(host=self.host, timeout=self.timeout)
+            self._client = ollama.Client(host=self.host, timeout=self.limits.backstop)
         return self._client
 
     # -- errors ----------------------------------------------------------------
@@ -79,11 +85,13 @@ class OllamaClient:
 
         if isinstance(exc, LocalGPTError):
             return exc
+        if isinstance(exc, Expired):
+            return exc.error(f"Ollama at {self.host}")
         if isinstance(exc, ollama.ResponseError):
             return self._response_error(exc, model)
         if isinstance(exc, httpx.TimeoutException):
             return OllamaTimeout(
-                f"Ollama at {self.host} did not answer within {self.timeout:g} s.",
+                f"Ollama at {self.host} did not answer in time ({exc}).",
                 hint="Raise --timeout, or check that the server is not overloaded.",
             )
         if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
@@ -160,11 +168,11 @@ class OllamaClient:
         options: dict[str, Any] | None = None,
         keep_alive: str | float | None = None,
     ) -> Iterator[Any]:
-        """Yield ChatResponse chunks; closing this generator closes the HTTP stream."""
+        """Yield ChatResponse chunks, read on a worker thread under the time limits;
+        closing this generator closes the HTTP stream when its next chunk arrives."""
         with self._errors(model):
             stream = self._chat_request(model, messages, tools, think, options, keep_alive, True)
-            with contextlib.closing(stream):
-                yield from stream
+            yield from paced(stream, self.limits, _is_token)
 
     def chat(
         self,
@@ -179,14 +187,15 @@ class OllamaClient:
     ) -> Any:
         """One whole ChatResponse (stream: false); `format` asks for structured output."""
         with self._errors(model):
-            return self._chat_request(model, messages, tools, think, options, keep_alive,
-                                      False, format)  # fmt: skip
+            return within(lambda: self._chat_request(model, messages, tools, think, options,
+                                                     keep_alive, False, format),
+                          self.limits)  # fmt: skip
 
     # -- models ----------------------------------------------------------------
 
     def show(self, model: str) -> ModelInfo:
         with self._errors(model):
-            reply = self.client.show(model)
+            reply = within(lambda: self.client.show(model), self.limits)
         info = dict(reply.modelinfo or {})
         context = next(
             (int(v) for k, v in info.items() if k.endswith(".context_length") and v), None
@@ -206,7 +215,7 @@ class OllamaClient:
 
     def list_models(self) -> list[ModelSummary]:
         with self._errors():
-            reply = self.client.list()
+            reply = within(self.client.list, self.limits)
         out = []
         for m in reply.models:
             d = m.details
@@ -225,7 +234,7 @@ class OllamaClient:
 
     def running(self) -> list[RunningModel]:
         with self._errors():
-            reply = self.client.ps()
+            reply = within(self.client.ps, self.limits)
         return [
             RunningModel(
                 name=m.model or m.name or "",
@@ -282,7 +291,8 @@ class OllamaClient:
         """Embed `inputs` in batches of `batch_size`, retrying transient failures.
 
         Transient means the server was busy or the connection dropped: those retry with
-        exponential backoff (0.5 s, 1 s, 2 s). A missing model or a bad request does not.
+        exponential backoff (0.5 s, 1 s, 2 s). A missing model, a bad request or a server
+        that let the time limit pass (the user's limit, not to be multiplied) does not.
         """
         stats = stats if stats is not None else EmbedStats()
         vectors: list[list[float]] = []
@@ -293,10 +303,12 @@ class OllamaClient:
                 try:
                     with self._errors(model):
                         stats.requests += 1
-                        reply = self.client.embed(model=model, input=batch)
+                        embed = partial(self.client.embed, model=model, input=batch)
+                        reply = within(embed, self.limits)
                     break
                 except (ServerBusy, OllamaUnreachable) as exc:
-                    if attempt == retries or exc.code == "ollama_unreachable":
+                    if attempt == retries or exc.code in ("ollama_unreachable",
+                                                          "ollama_timeout"):  # fmt: skip
                         raise
                     stats.retries += 1
                     sleep(0.5 * 2**attempt)
@@ -310,6 +322,12 @@ class OllamaClient:
             stats.inputs += len(batch)
         stats.seconds += time.perf_counter() - start
         return vectors
+
+
+def _is_token(chunk: Any) -> bool:
+    """A chunk that moves the answer on; an empty one (a keep-alive) does not."""
+    message = chunk.message
+    return bool(chunk.done or message.content or message.thinking or message.tool_calls)
 
 
 if TYPE_CHECKING:

@@ -25,23 +25,31 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import (
-    AuthFailed,
     LocalGPTError,
     ModelError,
     ModelNotFound,
-    OllamaTimeout,
     OllamaUnreachable,
-    RateLimited,
+    UnsupportedCapability,
+)
+from localgpt_cli.llm.deadline import Limits, paced, within
+from localgpt_cli.llm.openai_http import (
+    complete_lines,
+    moves_answer,
+    retry_after,
+    status_error,
+    translate,
 )
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
+from localgpt_cli.llm.tool_refusals import ToolRefusals
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import httpx
 
     from localgpt_cli.llm.provider import Provider
 
 RETRIES_429 = 3  # 429 answers retried before giving up (exit 75)
-MAX_WAIT_429 = 30.0  # seconds: a longer Retry-After is not waited for
 # Ollama's option names -> the OpenAI request fields that mean the same
 OPTION_FIELDS = {"temperature": "temperature", "top_p": "top_p", "seed": "seed",
                  "num_predict": "max_tokens", "stop": "stop",
@@ -166,7 +174,12 @@ def whole_reply(reply: dict[str, Any], host: str) -> Chunk:
 
 
 class OpenAIProvider:
-    """A client of one OpenAI-compatible server, as one `[providers.NAME]` profile says."""
+    """A client of one OpenAI-compatible server, as one `[providers.NAME]` profile says.
+
+    `timeout` is the time to the first token (and to a whole reply), `idle` the time
+    between tokens (llm/deadline.py). `capabilities` None (the profile does not say)
+    offers tools until the server refuses them for a model, which `refusals` remembers.
+    """
 
     def __init__(
         self,
@@ -175,16 +188,20 @@ class OpenAIProvider:
         name: str = "openai",
         api_key_env: str | None = None,
         timeout: float | None = None,
-        capabilities: Sequence[str] = (),
+        idle: float | None = None,
+        capabilities: Sequence[str] | None = None,
         context_length: int | None = None,
+        refusals: Path | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.host = base_url.rstrip("/")
         self.name = name
         self.api_key_env = api_key_env
         self.timeout = timeout
-        self.capabilities = list(capabilities)
+        self.limits = Limits.of(timeout, idle)
+        self.capabilities = None if capabilities is None else list(capabilities)
         self.context_length = context_length
+        self.refusals = ToolRefusals(refusals)
         self.sleep = sleep
         self._http: httpx.Client | None = None
 
@@ -200,50 +217,9 @@ class OpenAIProvider:
             # Plain http:// has no TLS, so the CA bundle is not loaded (0.1 s of every
             # start-up); redirects are not followed, so no https:// is reached unverified.
             self._http = httpx.Client(base_url=self.host, headers=headers,
-                                      timeout=httpx.Timeout(self.timeout),
+                                      timeout=httpx.Timeout(self.limits.backstop),
                                       verify=self.host.startswith("https://"))  # fmt: skip
         return self._http
-
-    # -- errors ----------------------------------------------------------------
-
-    def _status_error(self, response: httpx.Response, model: str | None) -> LocalGPTError:
-        status = response.status_code
-        try:
-            detail = response.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            detail = response.text[:200]
-        if status in (401, 403):
-            where = f"${self.api_key_env}" if self.api_key_env else "api_key_env"
-            unset = not (self.api_key_env and os.environ.get(self.api_key_env))
-            return AuthFailed(
-                f"{self.host} refused the request (HTTP {status}) for profile {self.name!r}.",
-                hint=f"Check the API key in {where}" + (" (it is not set)." if unset else "."),
-            )
-        if status == 404 and model is not None:
-            return ModelNotFound(f"Model {model!r} is not available at {self.host}.")
-        if status == 429:
-            return RateLimited(f"{self.host} is rate limiting (HTTP 429): {detail}",
-                               hint="Try again later.")  # fmt: skip
-        return ModelError(f"{self.host} answered HTTP {status}: {detail}")
-
-    def _translate(self, exc: Exception) -> LocalGPTError:
-        import httpx
-
-        if isinstance(exc, httpx.TimeoutException):
-            return OllamaTimeout(f"{self.host} did not answer within {self.timeout:g} s.",
-                                 hint="Raise --timeout.")  # fmt: skip
-        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return OllamaUnreachable(
-                f"The connection to {self.host} was lost mid-answer ({exc}).",
-                code="connection_lost", hint="The partial answer was kept.",
-            )
-        if isinstance(exc, httpx.TransportError | OSError):
-            return OllamaUnreachable(f"{self.host} is not reachable ({exc}).",
-                                     hint=f"Check base_url of profile {self.name!r}.")
-        if isinstance(exc, ValueError):
-            return ModelError(f"{self.host} sent a reply localgpt cannot read: {exc}",
-                              code="bad_response")  # fmt: skip
-        return ModelError(f"Unexpected error talking to {self.host}: {exc!r}")
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
@@ -252,33 +228,51 @@ class OpenAIProvider:
         except LocalGPTError:
             raise
         except Exception as exc:  # every client failure becomes one of ours
-            raise self._translate(exc) from exc
+            raise translate(exc, self.host, self.name) from exc
 
     @contextlib.contextmanager
     def request(self, method: str, path: str, body: Any, model: str | None = None,
                  stream: bool = False) -> Iterator[httpx.Response]:  # fmt: skip
-        """One request, 429 retried (honouring Retry-After); non-2xx -> our error."""
+        """One request, 429 retried (honouring Retry-After); non-2xx -> our error (a
+        refusal of tools is remembered for the profile and model)."""
         for attempt in range(RETRIES_429 + 1):
             request = self.http.build_request(method, path, json=body)
             response = self.http.send(request, stream=stream)
             try:
                 if response.status_code == 429 and attempt < RETRIES_429:
                     response.close()
-                    self.sleep(_retry_after(response, attempt))
+                    self.sleep(retry_after(response, attempt))
                     continue
                 if response.status_code >= 400:
                     response.read()
-                    raise self._status_error(response, model)
+                    error = status_error(response, self.host, self.name, self.api_key_env,
+                                         model, bool(body and body.get("tools")))  # fmt: skip
+                    if error.code == "tools_unsupported" and model is not None:
+                        self.refusals.remember(self.name, self.host, model)
+                    raise error
                 yield response
                 return
             finally:
                 response.close()
+
+    def whole(self, method: str, path: str, body: Any, model: str | None = None) -> Any:
+        """A request that does not stream: its JSON reply, within the first-token limit."""
+        def call() -> Any:
+            with self.request(method, path, body, model) as response:
+                return response.json()
+
+        with self.errors():
+            return within(call, self.limits)
 
     # -- chat ------------------------------------------------------------------
 
     def _body(self, model: str, messages: Sequence[dict[str, Any]],
               tools: Sequence[dict[str, Any]] | None, options: dict[str, Any] | None,
               stream: bool) -> dict[str, Any]:  # fmt: skip
+        if tools and self.capabilities is None \
+                and self.refusals.refused(self.name, self.host, model):  # fmt: skip
+            raise UnsupportedCapability(f"{model!r} at {self.host} refused tools before.",
+                                        code="tools_unsupported")  # fmt: skip
         body: dict[str, Any] = {"model": model, "messages": wire_messages(messages),
                                 "stream": stream}  # fmt: skip
         if stream:
@@ -290,6 +284,20 @@ class OpenAIProvider:
                 body[OPTION_FIELDS[key]] = value
         return body
 
+    def _events(self, body: dict[str, Any], model: str) -> Iterator[dict[str, Any] | None]:
+        """The stream's `data:` events as JSON (None for `[DONE]`), on the reader thread."""
+        import orjson
+
+        with self.request("POST", "/chat/completions", body, model, stream=True) as response:
+            for line in complete_lines(response.iter_bytes()):
+                if not line.startswith(b"data:"):
+                    continue  # blank separators, comments, `event:` lines
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    yield None
+                    return
+                yield orjson.loads(data)
+
     def chat_stream(
         self,
         model: str,
@@ -300,21 +308,15 @@ class OpenAIProvider:
         options: dict[str, Any] | None = None,
     ) -> Iterator[Chunk]:
         """Chunks as the SSE events arrive; the last one is `done` with the tool calls."""
-        import orjson
-
         body = self._body(model, messages, tools, options, True)
         state = Assembly()
         finished = False
-        with self.errors(), self.request("POST", "/chat/completions", body, model,
-                                           stream=True) as response:  # fmt: skip
-            for line in response.iter_lines():
-                if not line.startswith("data:"):
-                    continue  # blank separators, comments, `event:` lines
-                data = line[5:].strip()
-                if data == "[DONE]":
+        with self.errors():
+            for event in paced(self._events(body, model), self.limits, moves_answer):
+                if event is None:
                     finished = True
                     break
-                chunk = state.feed(orjson.loads(data), self.host)  # 3x json.loads per event
+                chunk = state.feed(event, self.host)
                 if chunk is not None:
                     yield chunk
         if not finished and state.finish is None:
@@ -340,23 +342,25 @@ class OpenAIProvider:
                                        "json_schema": {"name": "answer", "schema": format}}
         elif format == "json":
             body["response_format"] = {"type": "json_object"}
-        with self.errors(), self.request("POST", "/chat/completions", body, model) as r:
-            reply = r.json()
-        return whole_reply(reply, self.host)
+        return whole_reply(self.whole("POST", "/chat/completions", body, model), self.host)
 
     # -- models ----------------------------------------------------------------
 
     def list_models(self) -> list[ModelSummary]:
-        with self.errors(), self.request("GET", "/models", None) as response:
-            data = response.json().get("data") or []
+        data = self.whole("GET", "/models", None).get("data") or []
         return [ModelSummary(name=str(m.get("id", "")), size=0, family=None, parameters=None,
                              quantization=None, modified_at=None) for m in data]  # fmt: skip
 
     def show(self, model: str) -> ModelInfo:
-        """What the profile says the model can do: /v1/models names models, nothing more."""
+        """What the profile says the model can do (/v1/models names models, nothing more);
+        a profile that does not say offers tools unless the server refused them."""
         if model not in {m.name for m in self.list_models()}:
             raise ModelNotFound(f"Model {model!r} is not offered at {self.host}.")
-        return ModelInfo(name=model, capabilities=list(self.capabilities),
+        capabilities = self.capabilities
+        if capabilities is None:
+            refused = self.refusals.refused(self.name, self.host, model)
+            capabilities = [] if refused else ["tools"]
+        return ModelInfo(name=model, capabilities=list(capabilities),
                          context_length=self.context_length)  # fmt: skip
 
     # -- embeddings ------------------------------------------------------------
@@ -375,9 +379,8 @@ class OpenAIProvider:
         for i in range(0, len(inputs), batch_size):
             batch = list(inputs[i : i + batch_size])
             stats.requests += 1
-            body = {"model": model, "input": batch}
-            with self.errors(), self.request("POST", "/embeddings", body, model) as r:
-                data = sorted(r.json().get("data") or [], key=lambda d: d.get("index", 0))
+            reply = self.whole("POST", "/embeddings", {"model": model, "input": batch}, model)
+            data = sorted(reply.get("data") or [], key=lambda d: d.get("index", 0))
             if len(data) != len(batch):
                 raise ModelError(f"{self.host} returned {len(data)} embeddings for "
                                  f"{len(batch)} inputs.", code="bad_response")  # fmt: skip
@@ -385,15 +388,6 @@ class OpenAIProvider:
             stats.inputs += len(batch)
         stats.seconds += time.perf_counter() - start
         return vectors
-
-
-def _retry_after(response: httpx.Response, attempt: int) -> float:
-    """Seconds to wait before retrying a 429: Retry-After when given, else 1, 2, 4 s."""
-    try:
-        wait = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        wait = float(2**attempt)
-    return min(max(wait, 0.0), MAX_WAIT_429)
 
 
 if TYPE_CHECKING:

@@ -142,7 +142,7 @@ class Provider(Protocol):
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
     ) -> Iterator[ChatChunk]:
-        """The answer as chunks; closing the iterator closes the request."""
+        """The answer as chunks; closing the iterator ends the request (by the next chunk)."""
         ...
 
     def chat(

@@ -33,8 +33,7 @@ def relevance(provider: Any, model: str, query: str, documents: Sequence[str]) -
         return []
     body = {"model": model, "query": query, "documents": list(documents),
             "top_n": len(documents)}  # fmt: skip
-    with provider.errors(), provider.request("POST", "/rerank", body, model) as response:
-        reply = response.json()
+    reply = provider.whole("POST", "/rerank", body, model)
     return _scores(reply, len(documents), provider.host)
 
 
