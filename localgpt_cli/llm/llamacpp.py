@@ -7,11 +7,18 @@ chunk as an OpenAI-compatible server streams it, so its chunks go through the sa
 assembled by `index`, `finish_reason` and usage come out as the same `Chunk`s, and the
 kernel cannot tell the two apart. The model is loaded on the first request (a few hundred
 ms for a small model), never for `--help`, `config` or `models list`.
+
+One `Llama` is one native context: two calls on it at once corrupt its memory (a pipeline
+stage abandoned on its thread while the answer started was a GGML_ASSERT, then a gdb
+backtrace on stdout and exit 134). So one call runs at a time (`_busy`), and a call made
+on a thread bound to an event (`cancel_on`) stops at its next token once the event is set.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +34,10 @@ INSTALL = "pip install 'localgpt-cli[llamacpp]'"
 DEFAULT_CONTEXT = 4096
 
 
+class Cancelled(Exception):
+    """Raised between two tokens of a call whose event was set (see `cancel_on`)."""
+
+
 class LlamaCppProvider:
     """One GGUF file, served in this process under the name `model` (the profile's
     default_model, else the file's stem)."""
@@ -40,18 +51,45 @@ class LlamaCppProvider:
         self.capabilities = list(capabilities)
         self.context_length = context_length or DEFAULT_CONTEXT
         self._llm: Any = None
+        self._busy = threading.Lock()  # one call on the native context at a time
+        self._cancel = threading.local()  # this thread's event, set by `cancel_on`
+
+    def problem(self) -> InvalidInput | None:
+        """Why this profile cannot run here (no such file, no llama-cpp-python), found
+        without loading anything: chat refuses in one line before it starts, `models list`
+        warns."""
+        if not self.path.is_file():
+            return InvalidInput(f"model_path of [providers.{self.name}] is not a file: "
+                                f"{self.path}.", hint="Point it at a .gguf file.")
+        if importlib.util.find_spec("llama_cpp") is None:
+            return InvalidInput(f"Provider {self.name!r} needs llama-cpp-python.",
+                                hint=f"Install it: {INSTALL}.")  # fmt: skip
+        return None
+
+    def cancel_on(self, event: threading.Event | None) -> None:
+        """Calls made on this thread from now on stop at their next token once `event` is
+        set (a pipeline stage past its deadline), raising ModelError."""
+        self._cancel.event = event
+
+    def _check_cancel(self, input_ids: Any, scores: Any) -> Any:
+        """A logits processor: llama.cpp asks it once per token, so a set event stops the
+        generation there, with the context consistent for the next call."""
+        event = getattr(self._cancel, "event", None)
+        if event is not None and event.is_set():
+            raise Cancelled
+        return scores
 
     def _load(self, model: str) -> Any:
         if model != self.model:
             raise ModelNotFound(f"Model {model!r} is not offered by provider {self.name!r}.",
                                 hint=f"Offered: {self.model}.")  # fmt: skip
         if self._llm is None:
-            if not self.path.is_file():
-                raise InvalidInput(f"model_path of [providers.{self.name}] is not a file: "
-                                   f"{self.path}.", hint="Point it at a .gguf file.")
-            if importlib.util.find_spec("llama_cpp") is None:
-                raise InvalidInput(f"Provider {self.name!r} needs llama-cpp-python.",
-                                   hint=f"Install it: {INSTALL}.")  # fmt: skip
+            found = self.problem()
+            if found is not None:
+                raise found
+            # A native abort would fork gdb, whose backtrace goes to fd 1: stdout is for
+            # the answer and the records, never for that.
+            os.environ.setdefault("GGML_NO_BACKTRACE", "1")
             from llama_cpp import Llama
 
             try:
@@ -68,6 +106,7 @@ class LlamaCppProvider:
         llm = self._load(model)
         kwargs: dict[str, Any] = {OPTION_FIELDS[k]: v for k, v in (options or {}).items()
                                   if k in OPTION_FIELDS}  # fmt: skip
+        kwargs["logits_processor"] = [self._check_cancel]
         if tools:
             kwargs["tools"] = list(tools)
         if format is not None:  # llama.cpp turns the schema into a grammar
@@ -78,6 +117,8 @@ class LlamaCppProvider:
                                               **kwargs)  # fmt: skip
         except LocalGPTError:
             raise
+        except Cancelled:
+            raise ModelError(f"llama.cpp on {self.path.name}: stopped past its deadline") from None
         except Exception as exc:  # llama.cpp's own failure (context full, bad template)
             raise ModelError(f"llama.cpp failed on {self.path.name}: {exc}") from exc
 
@@ -90,12 +131,14 @@ class LlamaCppProvider:
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
     ) -> Iterator[Chunk]:
-        """Chunks as llama.cpp produces tokens; the last one is `done` with the tool calls."""
+        """Chunks as llama.cpp produces tokens; the last one is `done` with the tool calls.
+        The model is held until the stream ends or is closed."""
         state = Assembly()
-        for event in self._complete(model, messages, tools, options, True):
-            chunk = state.feed(event, self.host)
-            if chunk is not None:
-                yield chunk
+        with self._busy:
+            for event in self._complete(model, messages, tools, options, True):
+                chunk = state.feed(event, self.host)
+                if chunk is not None:
+                    yield chunk
         yield state.last()
 
     def chat(
@@ -108,7 +151,8 @@ class LlamaCppProvider:
         options: dict[str, Any] | None = None,
         format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Chunk:
-        reply = self._complete(model, messages, tools, options, False, format)
+        with self._busy:
+            reply = self._complete(model, messages, tools, options, False, format)
         return whole_reply(reply, self.host)
 
     def list_models(self) -> list[ModelSummary]:
