@@ -121,8 +121,7 @@ def normalize_host(value: str, name: str = "OLLAMA_HOST") -> str:
     else:
         host, port = rest, ""
     if host and ":" not in host and not _HOSTNAME.fullmatch(host):
-        raise setting_error(name, f"{name} {value!r} has an invalid host {host!r}.",
-                            hint=HOST_HINT)
+        raise setting_error(name, f"{name} {value!r} has an invalid host {host!r}.", hint=HOST_HINT)
     host = host or "127.0.0.1"
     port = port or default_port
     if host == "0.0.0.0":
@@ -209,8 +208,8 @@ class Profile:
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "provider", "name": self.name, "kind": self.kind,
-                "base_url": self.base_url, "api_key_env": self.api_key_env,
-                "api_key": mask_key(self.api_key_env),
+                "base_url": self.base_url, "model_path": self.model_path,
+                "api_key_env": self.api_key_env, "api_key": mask_key(self.api_key_env),
                 "default_model": self.default_model, "source": self.source}  # fmt: skip
 
 
@@ -237,8 +236,10 @@ def _profiles(tables: Any, path: Path) -> dict[str, Profile]:
         base_url = table.get("base_url")
         if kind == "ollama" and base_url:
             base_url = normalize_host(base_url, what)
+        stem = Path(table["model_path"]).stem if kind == "llamacpp" else None  # the file's model
         out[name] = Profile(name, kind, base_url, where, table.get("api_key_env"),
-                            table.get("default_model"), tuple(table.get("capabilities", ())),
+                            table.get("default_model") or stem,
+                            tuple(table.get("capabilities", ())),
                             table.get("context_length"), table.get("model_path"))  # fmt: skip
     return out
 
