@@ -11,7 +11,10 @@ ms for a small model), never for `--help`, `config` or `models list`.
 One `Llama` is one native context: two calls on it at once corrupt its memory (a pipeline
 stage abandoned on its thread while the answer started was a GGML_ASSERT, then a gdb
 backtrace on stdout and exit 134). So one call runs at a time (`_busy`), and a call made
-on a thread bound to an event (`cancel_on`) stops at its next token once the event is set.
+on a thread bound to an event (`cancel_on`) stops at its next token once the event is set:
+even a whole answer (`chat`) is read as a stream, token by token, so there is a point
+between two tokens to stop at. (A logits processor cannot stop it: llama-cpp-python calls
+it from a C callback, which drops its exceptions.)
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelError, ModelNotFound
-from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, whole_reply, wire_messages
+from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, wire_messages
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 
 if TYPE_CHECKING:
@@ -32,10 +35,6 @@ if TYPE_CHECKING:
 
 INSTALL = "pip install 'localgpt-cli[llamacpp]'"
 DEFAULT_CONTEXT = 4096
-
-
-class Cancelled(Exception):
-    """Raised between two tokens of a call whose event was set (see `cancel_on`)."""
 
 
 class LlamaCppProvider:
@@ -71,13 +70,9 @@ class LlamaCppProvider:
         set (a pipeline stage past its deadline), raising ModelError."""
         self._cancel.event = event
 
-    def _check_cancel(self, input_ids: Any, scores: Any) -> Any:
-        """A logits processor: llama.cpp asks it once per token, so a set event stops the
-        generation there, with the context consistent for the next call."""
+    def _cancelled(self) -> bool:
         event = getattr(self._cancel, "event", None)
-        if event is not None and event.is_set():
-            raise Cancelled
-        return scores
+        return event is not None and event.is_set()
 
     def _load(self, model: str) -> Any:
         if model != self.model:
@@ -102,23 +97,21 @@ class LlamaCppProvider:
 
     def _complete(self, model: str, messages: Sequence[dict[str, Any]],
                   tools: Sequence[dict[str, Any]] | None, options: dict[str, Any] | None,
-                  stream: bool, format: str | dict[str, Any] | None = None) -> Any:  # noqa: A002
+                  format: str | dict[str, Any] | None = None) -> Iterator[Any]:  # noqa: A002
+        """The completion's chunks as llama.cpp produces them (always a stream)."""
         llm = self._load(model)
         kwargs: dict[str, Any] = {OPTION_FIELDS[k]: v for k, v in (options or {}).items()
                                   if k in OPTION_FIELDS}  # fmt: skip
-        kwargs["logits_processor"] = [self._check_cancel]
         if tools:
             kwargs["tools"] = list(tools)
         if format is not None:  # llama.cpp turns the schema into a grammar
             kwargs["response_format"] = {"type": "json_object"} | (
                 {"schema": format} if isinstance(format, dict) else {})
         try:
-            return llm.create_chat_completion(messages=wire_messages(messages), stream=stream,
+            return llm.create_chat_completion(messages=wire_messages(messages), stream=True,
                                               **kwargs)  # fmt: skip
         except LocalGPTError:
             raise
-        except Cancelled:
-            raise ModelError(f"llama.cpp on {self.path.name}: stopped past its deadline") from None
         except Exception as exc:  # llama.cpp's own failure (context full, bad template)
             raise ModelError(f"llama.cpp failed on {self.path.name}: {exc}") from exc
 
@@ -135,7 +128,7 @@ class LlamaCppProvider:
         The model is held until the stream ends or is closed."""
         state = Assembly()
         with self._busy:
-            for event in self._complete(model, messages, tools, options, True):
+            for event in self._complete(model, messages, tools, options):
                 chunk = state.feed(event, self.host)
                 if chunk is not None:
                     yield chunk
@@ -151,9 +144,29 @@ class LlamaCppProvider:
         options: dict[str, Any] | None = None,
         format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Chunk:
+        """The whole answer as one chunk, read token by token (see the module's note)."""
+        state, content, thinking = Assembly(), [], []
         with self._busy:
-            reply = self._complete(model, messages, tools, options, False, format)
-        return whole_reply(reply, self.host)
+            events = self._complete(model, messages, tools, options, format)
+            try:
+                for event in events:
+                    if self._cancelled():
+                        raise ModelError(f"llama.cpp on {self.path.name}: stopped, past "
+                                         "its deadline")  # fmt: skip
+                    chunk = state.feed(event, self.host)
+                    if chunk is not None:
+                        content.append(chunk.message.content or "")
+                        thinking.append(chunk.message.thinking or "")
+            except LocalGPTError:
+                raise
+            except Exception as exc:  # llama.cpp's own failure half way
+                raise ModelError(f"llama.cpp failed on {self.path.name}: {exc}") from exc
+            finally:
+                events.close()  # generation stops here, the context consistent
+        last = state.last()
+        last.message.content = "".join(content) or None
+        last.message.thinking = "".join(thinking) or None
+        return last
 
     def list_models(self) -> list[ModelSummary]:
         size = self.path.stat().st_size if self.path.is_file() else 0
