@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +97,8 @@ class LlamaCppProvider:
 
     def _complete(self, model: str, messages: Sequence[dict[str, Any]],
                   tools: Sequence[dict[str, Any]] | None, options: dict[str, Any] | None,
-                  format: str | dict[str, Any] | None = None) -> Iterator[Any]:  # noqa: A002
+                  format: str | dict[str, Any] | None = None,  # noqa: A002
+                  ) -> Generator[Any, None, None]:  # fmt: skip
         """The completion's chunks as llama.cpp produces them (always a stream)."""
         llm = self._load(model)
         kwargs: dict[str, Any] = {OPTION_FIELDS[k]: v for k, v in (options or {}).items()
