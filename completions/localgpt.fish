@@ -51,7 +51,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from chat' -l rerank-model -x -d
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l pipeline -x -a 'full fast' -d 'full: shaper, judged sources and S_ctx by the chat model (at most 4 extra requests); fast: retrieval only [default: rag.pipeline, full].'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l reranker -x -a 'local model' -d 'model: the chat model re-scores the kept passages (one request).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l gate -x -a 'score model' -d 'model: the chat model judges which passages support an answer.'
-complete -c localgpt -n '__fish_seen_subcommand_from chat' -l condense -l no-condense -d 'Condense the kept passages into cited facts (S_ctx) [default: rag.condense, on].'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l condense -l no-condense -d 'Condense the kept passages into cited facts (S_ctx) [default: rag.condense, on: when they take more than a small share of the prompt]; --condense: always.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l explain -d 'Print on stderr what was searched, which passages and earlier turns were kept or dropped, and why.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from completions' -l json -d 'Write NDJSON records to stdout.'

@@ -55,9 +55,23 @@ def write_config(isolated_env: Path, text: str) -> None:
 # --- the full pipeline, as it goes when the model does its part ----------------------------
 
 
+def test_a_first_question_over_short_passages_makes_no_stage_call(standin, corpus):
+    """Nothing to resolve, passages that already fit: the full pipeline is as quick as
+    the fast one, and says which stages it skipped and why."""
+    standin.script(Reply(content="Install wireguard."))
+    sources, done, _ = ask(QUESTION)
+    assert standin.format_requests() == []
+    assert [(s["stage"], s["status"], s.get("reason")) for s in sources["stages"]] == [
+        ("shaper", "skipped", "no_history"), ("retriever", "ok", None),
+        ("condenser", "skipped", "passages_fit"), ("audit", "skipped", "not_condensed")]
+    assert sources["query"] == QUESTION and sources["fallback_reason"] == "passages_fit"
+    assert done["grounded"] is True
+
+
 def test_full_pipeline_reports_every_stage_and_sends_s_ctx(standin, corpus):
+    invoke("chat", "--no-tools", "how do I set up the VPN?")
     standin.script(Reply(content="Install wireguard [Source: vpn.md, chunk 0]."))
-    sources, done, packets = ask(QUESTION)
+    sources, done, packets = ask("-c", "--condense", QUESTION)
     assert [s["stage"] for s in sources["stages"]] == ["shaper", "retriever", "condenser", "audit"]
     assert all(s["status"] == "ok" for s in sources["stages"])
     assert sources["pipeline"] == "full" and sources["rerun"] is False
@@ -74,12 +88,15 @@ def test_full_pipeline_reports_every_stage_and_sends_s_ctx(standin, corpus):
 
 
 def test_stage_calls_use_the_schema_and_never_think(standin, corpus):
-    ask("-m", "qwen3", "--think", QUESTION)
+    invoke("chat", "--no-tools", "-m", "qwen3", "how do I set up the VPN?")
+    ask("-c", "--condense", "-m", "qwen3", "--think", QUESTION)
     stage_calls = standin.format_requests()
     assert len(stage_calls) == 3  # shaper, condenser, audit
     for body in stage_calls:
         assert body["think"] is False and body["stream"] is False
         assert body["format"]["type"] == "object" and body["options"]["temperature"] == 0
+    # each answer capped to what its schema needs: shaper, condenser (two passages), audit
+    assert [b["options"]["num_predict"] for b in stage_calls] == [192, 64 + 2 * 160, 224]
     condenser = stage_calls[1]["format"]
     cites = condenser["properties"]["facts"]["items"]["properties"]["cites"]["items"]
     assert cites["enum"][0] == "P1"  # citations constrained to the kept passages
@@ -88,10 +105,12 @@ def test_stage_calls_use_the_schema_and_never_think(standin, corpus):
 
 
 def test_at_most_four_extra_requests_and_five_with_the_rerun(standin, corpus):
-    ask("--reranker", "model", "--gate", "model", QUESTION)
+    invoke("chat", "--no-tools", "how do I set up the VPN?")
+    judged = ("-c", "--condense", "--reranker", "model", "--gate", "model")
+    ask(*judged, QUESTION)
     assert len(standin.format_requests()) == 4  # shaper, rerank, gate, condenser
     first = len(standin.format_requests())
-    sources, _, _ = ask("--reranker", "model", "--gate", "model", QUESTION)
+    sources, _, _ = ask(*judged, QUESTION)
     assert stage(sources, "audit") == {**stage(sources, "audit"), "status": "fallback",
                                        "reason": "budget"}
     assert len(standin.format_requests()) - first == 4
@@ -105,7 +124,7 @@ def test_at_most_four_extra_requests_and_five_with_the_rerun(standin, corpus):
         Reply(content=json.dumps(audit)),
     )
     before, embeds = len(standin.format_requests()), standin.embed_calls
-    sources, _, _ = ask(QUESTION)
+    sources, _, _ = ask("-c", "--condense", QUESTION)
     assert len(standin.format_requests()) - before == 4  # 3 + the re-run's condenser
     assert standin.embed_calls - embeds == 2  # the query searched twice, never three times
     assert sources["rerun"] is True and sources["query"] == audit["query"]
@@ -123,7 +142,7 @@ def test_a_follow_up_is_searched_with_the_turn_it_follows(standin, corpus):
     sources, _, _ = ask("-c", "and if it drops?")
     assert sources["query"] == "restart the wireguard VPN tunnel when it drops"
     assert sources["question"] == "and if it drops?"
-    shaper_call = standin.format_requests()[-3]
+    shaper_call = standin.format_requests()[-1]
     assert "how do I set up the VPN?" in shaper_call["messages"][1]["content"]
 
 
@@ -145,7 +164,7 @@ def test_a_follow_up_after_a_turn_of_tool_calls_still_finds_that_turn(standin, c
 def test_shaper_fallback_joins_the_previous_turn(standin, corpus, mode, reason):
     invoke("chat", "--no-tools", "how do I set up the VPN?")
     standin.format_mode = mode
-    sources, done, _ = ask("-c", "and if it drops?")
+    sources, done, _ = ask("-c", "--condense", "and if it drops?")
     assert stage(sources, "shaper") == {**stage(sources, "shaper"), "status": "fallback",
                                         "reason": reason}
     assert sources["query"] == "how do I set up the VPN? and if it drops?"
@@ -165,8 +184,8 @@ def test_a_standalone_question_is_not_joined(standin, corpus):
 
 def test_wrong_citations_fall_back_to_the_passages_verbatim(standin, corpus):
     standin.format_mode = "wrong_citations"
-    r = invoke("chat", "--json", "--no-tools", "--gate", "model", "--reranker", "model",
-               QUESTION)
+    r = invoke("chat", "--json", "--no-tools", "--condense", "--gate", "model", "--reranker",
+               "model", QUESTION)
     assert r.exit_code == 0
     sources = next(p["payload"] for p in r.records() if p["type"] == "sources")
     for name in ("rerank_model", "gate_model", "condenser"):
@@ -179,10 +198,12 @@ def test_wrong_citations_fall_back_to_the_passages_verbatim(standin, corpus):
 def test_a_stage_that_times_out_falls_back(standin, corpus, isolated_env):
     write_config(isolated_env, "[rag]\nstage_timeout = 0.3\n")
     standin.format_mode, standin.format_delay = "timeout", 1.5
+    invoke("chat", "--no-tools", "--pipeline", "fast", "how do I set up the VPN?")
     standin.script(Reply(content="Install wireguard."))
-    sources, done, packets = ask(QUESTION)
+    sources, done, packets = ask("-c", "--condense", QUESTION)
     assert {s["stage"]: s.get("reason") for s in sources["stages"]} == {
-        "shaper": "timeout", "retriever": None, "condenser": "timeout", "audit": "timeout"}
+        "shaper": "timeout", "retriever": None, "condenser": "timeout",
+        "audit": "not_condensed"}
     assert sources["query"] == QUESTION and done["grounded"] is True
     assert "".join(p["payload"] for p in packets if p["type"] == "token") == "Install wireguard."
 
@@ -225,7 +246,6 @@ def verdicts(verdict: str, n: int) -> Reply:
 
 def test_model_gate_keeping_nothing_means_no_sources_and_grounded_false(standin, corpus):
     standin.script_format(
-        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
         verdicts("unrelated", 2),  # the two passages the retriever keeps here
     )
     sources, done, _ = ask("--gate", "model", QUESTION)
@@ -243,7 +263,6 @@ def test_model_gate_keeping_nothing_means_no_sources_and_grounded_false(standin,
 
 def test_an_empty_verdict_list_falls_back_to_what_the_score_gate_kept(standin, corpus):
     standin.script_format(
-        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
         Reply(content=json.dumps({"verdicts": []})),
     )
     sources, done, _ = ask("--gate", "model", QUESTION)
@@ -253,7 +272,6 @@ def test_an_empty_verdict_list_falls_back_to_what_the_score_gate_kept(standin, c
 
 def test_model_gate_theta_keeps_partial_support(standin, corpus):
     standin.script_format(
-        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
         Reply(content=json.dumps({"verdicts": [{"id": "P1", "verdict": "supports"},
                                                {"id": "P2", "verdict": "partial"}]})),
     )
@@ -279,7 +297,6 @@ def test_model_reranker_reorders_by_the_models_scores(standin, corpus):
     first = [(p["path"], p["chunk"]) for p in sources["kept"]]
     assert len(first) >= 2
     standin.script_format(
-        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
         Reply(content=json.dumps({"scores": [{"id": "P1", "relevance": 2},
                                              {"id": "P2", "relevance": 9}]})),
     )
@@ -310,12 +327,13 @@ def test_fast_pipeline_makes_no_model_call(standin, corpus):
 
 
 def test_no_condense_and_config(standin, corpus, isolated_env):
-    sources, _, _ = ask("--no-condense", QUESTION)
+    invoke("chat", "--no-tools", "how do I set up the VPN?")
+    sources, _, _ = ask("-c", "--no-condense", QUESTION)
     assert sources["fallback_reason"] == "disabled" and sources["condensed"] is None
-    assert len(standin.format_requests()) == 2  # shaper, audit
+    assert len(standin.format_requests()) == 1  # the shaper; no audit without S_ctx
     write_config(isolated_env, "[rag]\ncondense = false\npipeline = \"fast\"\n")
-    sources, _, _ = ask(QUESTION)
-    assert sources["pipeline"] == "fast" and len(standin.format_requests()) == 2
+    sources, _, _ = ask("-c", QUESTION)
+    assert sources["pipeline"] == "fast" and len(standin.format_requests()) == 1
 
 
 @pytest.mark.parametrize("args,config,code", [
@@ -342,7 +360,7 @@ def test_bad_rag_settings_are_refused(standin, corpus, isolated_env):
 
 def test_explain_prints_the_table_on_stderr(standin, corpus):
     standin.script(Reply(content="Install wireguard."))
-    r = invoke("chat", "--no-tools", "--explain", QUESTION)
+    r = invoke("chat", "--no-tools", "--explain", "--condense", QUESTION)
     assert r.exit_code == 0 and r.stdout == "Install wireguard.\n"
     lines = r.stderr.splitlines()
     assert lines[0] == f"searched: {QUESTION}"
@@ -351,14 +369,13 @@ def test_explain_prints_the_table_on_stderr(standin, corpus):
     assert kept and "vpn.md (chunk 0)" in kept[0] and "fused=" in kept[0]
     assert any(line.startswith("dropped\tX1\t") and line.endswith("threshold: below_threshold")
                for line in lines)
-    assert "stages: shaper ok, retriever ok, condenser ok, audit ok" in lines
+    assert "stages: shaper skipped (no_history), retriever ok, condenser ok, audit ok" in lines
     assert any(line.startswith("condensed: 1 facts") for line in lines)
     assert "Sources:" in r.stderr
 
 
 def test_explain_tells_the_model_gate_from_the_score_gate(standin, corpus):
     standin.script_format(
-        Reply(content=json.dumps({"query": QUESTION, "intent": "howto", "domain": "vpn"})),
         verdicts("unrelated", 2),
     )
     standin.script(Reply(content="No idea."))

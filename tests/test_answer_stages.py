@@ -136,22 +136,22 @@ def caller(standin, **kw) -> ModelCaller:
 def test_the_structured_call_names_each_failure(standin, mode, reason):
     standin.format_mode = mode
     with pytest.raises(StageFallback) as failed:
-        caller(standin).ask("sys", "Question: what is a tunnel?", schemas.load("shape"))
+        caller(standin).ask("sys", "Question: what is a tunnel?", schemas.load("shape"), cap=64)
     assert failed.value.reason == reason
 
 
 def test_the_structured_call_keeps_to_its_budget_and_timeout(standin):
     ask = caller(standin, budget=1, timeout=10)
-    value = ask.ask("sys", "Question: what is a tunnel?", schemas.load("shape"))
+    value = ask.ask("sys", "Question: what is a tunnel?", schemas.load("shape"), cap=64)
     assert value["query"] == "what is a tunnel?"
     with pytest.raises(StageFallback) as failed:
-        ask.ask("sys", "Question: again", schemas.load("shape"))
+        ask.ask("sys", "Question: again", schemas.load("shape"), cap=64)
     assert failed.value.reason == "budget" and len(standin.format_requests()) == 1
     standin.script_format(Reply(content=['{"query": "late"}'], delay=2.0))
     with pytest.raises(StageFallback) as failed:
-        caller(standin, timeout=0.5).ask("sys", "Question: q", schemas.load("shape"))
+        caller(standin, timeout=0.5).ask("sys", "Question: q", schemas.load("shape"), cap=64)
     assert failed.value.reason == "timeout"
     standin.script_format(Reply(http_status=500, http_error="boom"))
     with pytest.raises(StageFallback) as failed:
-        caller(standin).ask("sys", "Question: q", schemas.load("shape"))
+        caller(standin).ask("sys", "Question: q", schemas.load("shape"), cap=64)
     assert failed.value.reason == "model_error"

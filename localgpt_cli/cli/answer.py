@@ -32,7 +32,8 @@ _OPTIONS = (
                  help="model: the chat model judges which passages support an answer."),
     click.option("--condense/--no-condense", default=None,
                  help="Condense the kept passages into cited facts (S_ctx) [default: "
-                      "rag.condense, on]."),
+                      "rag.condense, on: when they take more than a small share of the "
+                      "prompt]; --condense: always."),
     click.option("--explain", is_flag=True,
                  help="Print on stderr what was searched, which passages and earlier turns "
                       "were kept or dropped, and why."),
@@ -78,4 +79,5 @@ def answer_options(app: App, flags: ChatFlags) -> AnswerOptions:
     rerank_model(app)  # likewise the provider's reranker
     theta = values.get("rag.theta") if flags.theta is None else flags.theta
     return AnswerOptions(pipeline=pipeline, reranker=flags.reranker, gate=flags.gate,
-                         condense=condense, theta=theta, stage_timeout=timeout)
+                         condense=condense, force_condense=flags.condense is True,
+                         theta=theta, stage_timeout=timeout)  # fmt: skip

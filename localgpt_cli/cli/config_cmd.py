@@ -46,8 +46,8 @@ def config(app: App) -> None:
             app.output.record(record)
         key = f", key {record['api_key']}" if record["api_key"] else ""
         model = f", model {profile.default_model}" if profile.default_model else ""
-        rows.append([f"providers.{profile.name}",
-                     f"{profile.kind} {profile.base_url or settings.host}{model}{key}",
+        where = profile.model_path or profile.base_url or settings.host
+        rows.append([f"providers.{profile.name}", f"{profile.kind} {where}{model}{key}",
                      profile.source])  # fmt: skip
     paths = [("config_file", str(config_file())), ("cache_dir", str(cache_dir()))]
     for key, value in paths:

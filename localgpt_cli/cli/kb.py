@@ -165,16 +165,29 @@ def chosen_embed_model(app: App) -> str:
         return canonical(model)
     profile, sep, rest = model.partition(":")
     if sep and rest and profile in settings.profiles:
+        _embeds(app, profile, "-m" if settings.sources["embed_model"] == "flag"
+                else settings.named("embed_model"))  # fmt: skip
         return model  # `work:text-embedding-3-small`: the profile's server names it as given
     name = app.embed_provider
     if name is not None and name != "ollama":
         if name not in settings.profiles:
             unknown_provider(settings, name, "--provider")
+        _embeds(app, name, "--provider")
         if not model_explicit(app):  # --provider work alone: which of its models is unsaid
             raise UsageError(f"--provider {name} needs the embedding model too.",
                              hint=f"Add -m MODEL (or -m {name}:MODEL).")
         return f"{name}:{model}"
     return app.catalog.resolve(model, app.output.warn) if model_explicit(app) else model
+
+
+def _embeds(app: App, name: str, where: str) -> None:
+    """A profile that cannot embed (a llama.cpp model in process answers chat only) is
+    refused here, in one line naming where it was chosen: a usage error from a flag, a
+    configuration error from the environment or the file."""
+    if app.settings.profiles[name].kind == "llamacpp":
+        raise setting_error(where, f"Provider {name!r} ({where}) runs a chat model in this "
+                            "process and cannot embed.", hint="Embed with an Ollama model, "
+                            "a local: model or an openai profile's model.")  # fmt: skip
 
 
 def provider_of(model: str, profiles: Any) -> tuple[str, str]:

@@ -85,7 +85,11 @@ def list_providers(app: App, refresh: bool) -> list[tuple[str, ModelSummary]]:
     for name in names:
         cache = cache_dir() / ("models.json" if name == "ollama" else f"models-{name}.json")
         try:
-            found, _cached = ModelCatalog(app.provider(name), cache).list(refresh=refresh)
+            provider = app.provider(name)
+            found, _cached = ModelCatalog(provider, cache).list(refresh=refresh)
+            problem = getattr(provider, "problem", lambda: None)()  # listed, not runnable
+            if problem is not None:
+                app.output.warn("provider_unusable", f"provider {name!r}: {problem}")
         except LocalGPTError as exc:
             failures.append(exc)
             if len(names) > 1:

@@ -145,6 +145,7 @@ class ChatTurns:
         from localgpt_cli.render.explain import explain_packet
 
         app = self.app
+        refuse_unusable(app)  # the REPL's /model may have chosen another provider
         turn = Turn(app.client, app.catalog, request, store=self.store,
                     toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
         renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
@@ -207,10 +208,21 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         window=settings.window, options=options, files=files,
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
+    refuse_unusable(app)
     turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if text or piped else None
     return turns, question
+
+
+def refuse_unusable(app: App) -> None:
+    """A provider that cannot run here (a llamacpp profile whose file is missing, or
+    without the extra) is one line and exit 6 before anything is loaded, asked or stored,
+    not four stage fallbacks, an error and a conversation stored on every try."""
+    problem = getattr(app.client, "problem", None)  # only an in-process model has one
+    found = problem() if problem is not None else None
+    if found is not None:
+        raise found
 
 
 def _history(app: App, flags: ChatFlags, continuing: bool) -> tuple[Store, Conversation | None]:

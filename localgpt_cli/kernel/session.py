@@ -162,10 +162,12 @@ class Turn:
         request = self.request
         question = request.prompt or (request.stdin_text or "")
         previous = previous_turns(self.store, self.conversation_id)
+        context_length = request.options.get("num_ctx") or info.context_length
+        budget = prompt_budget(context_length or SERVER_DEFAULT_CTX, request.options)
         try:
             self.grounding = ground(self.client, request.model, info, self.retriever,
-                                       question, previous, request.answer or AnswerOptions(),
-                                       self.warn)  # fmt: skip
+                                    question, previous, request.answer or AnswerOptions(),
+                                    self.warn, budget)  # fmt: skip
         except LocalGPTError as exc:
             self.warn(exc.code, f"retrieval failed, answering without sources: {exc}")
             return []

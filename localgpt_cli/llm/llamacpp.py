@@ -7,17 +7,27 @@ chunk as an OpenAI-compatible server streams it, so its chunks go through the sa
 assembled by `index`, `finish_reason` and usage come out as the same `Chunk`s, and the
 kernel cannot tell the two apart. The model is loaded on the first request (a few hundred
 ms for a small model), never for `--help`, `config` or `models list`.
+
+One `Llama` is one native context: two calls on it at once corrupt its memory (a pipeline
+stage abandoned on its thread while the answer started was a GGML_ASSERT, then a gdb
+backtrace on stdout and exit 134). So one call runs at a time (`_busy`), and a call made
+on a thread bound to an event (`cancel_on`) stops at its next token once the event is set:
+even a whole answer (`chat`) is read as a stream, token by token, so there is a point
+between two tokens to stop at. (A logits processor cannot stop it: llama-cpp-python calls
+it from a C callback, which drops its exceptions.)
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator, Sequence
+import os
+import threading
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelError, ModelNotFound
-from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, whole_reply, wire_messages
+from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, wire_messages
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 
 if TYPE_CHECKING:
@@ -40,18 +50,41 @@ class LlamaCppProvider:
         self.capabilities = list(capabilities)
         self.context_length = context_length or DEFAULT_CONTEXT
         self._llm: Any = None
+        self._busy = threading.Lock()  # one call on the native context at a time
+        self._cancel = threading.local()  # this thread's event, set by `cancel_on`
+
+    def problem(self) -> InvalidInput | None:
+        """Why this profile cannot run here (no such file, no llama-cpp-python), found
+        without loading anything: chat refuses in one line before it starts, `models list`
+        warns."""
+        if not self.path.is_file():
+            return InvalidInput(f"model_path of [providers.{self.name}] is not a file: "
+                                f"{self.path}.", hint="Point it at a .gguf file.")
+        if importlib.util.find_spec("llama_cpp") is None:
+            return InvalidInput(f"Provider {self.name!r} needs llama-cpp-python.",
+                                hint=f"Install it: {INSTALL}.")  # fmt: skip
+        return None
+
+    def cancel_on(self, event: threading.Event | None) -> None:
+        """Calls made on this thread from now on stop at their next token once `event` is
+        set (a pipeline stage past its deadline), raising ModelError."""
+        self._cancel.event = event
+
+    def _cancelled(self) -> bool:
+        event = getattr(self._cancel, "event", None)
+        return event is not None and event.is_set()
 
     def _load(self, model: str) -> Any:
         if model != self.model:
             raise ModelNotFound(f"Model {model!r} is not offered by provider {self.name!r}.",
                                 hint=f"Offered: {self.model}.")  # fmt: skip
         if self._llm is None:
-            if not self.path.is_file():
-                raise InvalidInput(f"model_path of [providers.{self.name}] is not a file: "
-                                   f"{self.path}.", hint="Point it at a .gguf file.")
-            if importlib.util.find_spec("llama_cpp") is None:
-                raise InvalidInput(f"Provider {self.name!r} needs llama-cpp-python.",
-                                   hint=f"Install it: {INSTALL}.")  # fmt: skip
+            found = self.problem()
+            if found is not None:
+                raise found
+            # A native abort would fork gdb, whose backtrace goes to fd 1: stdout is for
+            # the answer and the records, never for that.
+            os.environ.setdefault("GGML_NO_BACKTRACE", "1")
             from llama_cpp import Llama
 
             try:
@@ -64,7 +97,9 @@ class LlamaCppProvider:
 
     def _complete(self, model: str, messages: Sequence[dict[str, Any]],
                   tools: Sequence[dict[str, Any]] | None, options: dict[str, Any] | None,
-                  stream: bool, format: str | dict[str, Any] | None = None) -> Any:  # noqa: A002
+                  format: str | dict[str, Any] | None = None,  # noqa: A002
+                  ) -> Generator[Any, None, None]:  # fmt: skip
+        """The completion's chunks as llama.cpp produces them (always a stream)."""
         llm = self._load(model)
         kwargs: dict[str, Any] = {OPTION_FIELDS[k]: v for k, v in (options or {}).items()
                                   if k in OPTION_FIELDS}  # fmt: skip
@@ -74,7 +109,7 @@ class LlamaCppProvider:
             kwargs["response_format"] = {"type": "json_object"} | (
                 {"schema": format} if isinstance(format, dict) else {})
         try:
-            return llm.create_chat_completion(messages=wire_messages(messages), stream=stream,
+            return llm.create_chat_completion(messages=wire_messages(messages), stream=True,
                                               **kwargs)  # fmt: skip
         except LocalGPTError:
             raise
@@ -90,12 +125,14 @@ class LlamaCppProvider:
         think: bool | str | None = None,
         options: dict[str, Any] | None = None,
     ) -> Iterator[Chunk]:
-        """Chunks as llama.cpp produces tokens; the last one is `done` with the tool calls."""
+        """Chunks as llama.cpp produces tokens; the last one is `done` with the tool calls.
+        The model is held until the stream ends or is closed."""
         state = Assembly()
-        for event in self._complete(model, messages, tools, options, True):
-            chunk = state.feed(event, self.host)
-            if chunk is not None:
-                yield chunk
+        with self._busy:
+            for event in self._complete(model, messages, tools, options):
+                chunk = state.feed(event, self.host)
+                if chunk is not None:
+                    yield chunk
         yield state.last()
 
     def chat(
@@ -108,8 +145,29 @@ class LlamaCppProvider:
         options: dict[str, Any] | None = None,
         format: str | dict[str, Any] | None = None,  # noqa: A002 - Ollama's field name
     ) -> Chunk:
-        reply = self._complete(model, messages, tools, options, False, format)
-        return whole_reply(reply, self.host)
+        """The whole answer as one chunk, read token by token (see the module's note)."""
+        state, content, thinking = Assembly(), [], []
+        with self._busy:
+            events = self._complete(model, messages, tools, options, format)
+            try:
+                for event in events:
+                    if self._cancelled():
+                        raise ModelError(f"llama.cpp on {self.path.name}: stopped, past "
+                                         "its deadline")  # fmt: skip
+                    chunk = state.feed(event, self.host)
+                    if chunk is not None:
+                        content.append(chunk.message.content or "")
+                        thinking.append(chunk.message.thinking or "")
+            except LocalGPTError:
+                raise
+            except Exception as exc:  # llama.cpp's own failure half way
+                raise ModelError(f"llama.cpp failed on {self.path.name}: {exc}") from exc
+            finally:
+                events.close()  # generation stops here, the context consistent
+        last = state.last()
+        last.message.content = "".join(content) or None
+        last.message.thinking = "".join(thinking) or None
+        return last
 
     def list_models(self) -> list[ModelSummary]:
         size = self.path.stat().st_size if self.path.is_file() else 0

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import threading
 
 
 @dataclass
@@ -195,4 +198,15 @@ class Embedder(Protocol):
         stats: EmbedStats | None = None,
     ) -> list[list[float]]:
         """One vector per input, in order, counted into `stats` when given."""
+        ...
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """A provider whose calls share native state in this process (llama.cpp): a call past
+    its deadline must be stopped and waited for, not abandoned on its thread while the
+    next one starts. An HTTP provider's abandoned request costs nothing but a socket."""
+
+    def cancel_on(self, event: threading.Event | None) -> None:
+        """Calls made on this thread stop at their next token once `event` is set."""
         ...

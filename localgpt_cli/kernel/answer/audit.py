@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from localgpt_cli.kernel.answer import schema as schemas
 from localgpt_cli.kernel.answer.shaper import turns_text
-from localgpt_cli.kernel.answer.stage import ModelCaller, PipelineState, passages_text
+from localgpt_cli.kernel.answer.stage import (
+    ModelCaller,
+    PipelineState,
+    StageSkipped,
+    passages_text,
+)
 
 SYSTEM = (
     "You check a search for a user's question. Given the question, the query that was "
@@ -23,6 +28,7 @@ SYSTEM = (
     "only when the task clearly needs a different search, and then give that query. "
     "Revise intent and domain if needed. Answer with JSON only."
 )
+CAP = 224  # scope, intent, a domain label and a query of up to 500 characters, as JSON
 
 
 def evidence(state: PipelineState) -> str:
@@ -38,10 +44,12 @@ class Audit:
     name: str = "audit"
 
     def run(self, state: PipelineState) -> None:
+        if state.condensed is None:  # S_ctx is what it re-reads the task against
+            raise StageSkipped("not_condensed")
         user = (f"{turns_text(state.previous, state.question)}\n\nSearched query: "
                 f"{state.query}\nIntent: {state.intent}\nDomain: {state.domain}\n\n"
                 f"What was found:\n{evidence(state)}")  # fmt: skip
-        value = self.caller.ask(SYSTEM, user, schemas.load("audit"))
+        value = self.caller.ask(SYSTEM, user, schemas.load("audit"), cap=CAP)
         state.intent, state.domain = value["intent"], value["domain"]
         query = " ".join(value["query"].split())
         if value["scope"] == "changed" and query.lower() != state.query.lower():

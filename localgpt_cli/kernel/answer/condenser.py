@@ -17,8 +17,10 @@ from localgpt_cli.kernel.answer.stage import (
     ModelCaller,
     PipelineState,
     StageFallback,
+    StageSkipped,
     passages_text,
 )
+from localgpt_cli.kernel.context import estimate_tokens
 
 SYSTEM = (
     "You condense passages from a user's documents for answering their question. List "
@@ -28,6 +30,19 @@ SYSTEM = (
     "Answer with JSON only."
 )
 SECTIONS = ("facts", "constraints", "open_issues")
+# Passages that take at most this share of the prompt's budget are sent verbatim: a few
+# short excerpts are already what S_ctx would be, and condensing them costs a model call.
+FITS_SHARE = 0.15
+# The answer's tokens at most: the JSON frame, and per passage a fact or two citing it.
+CAP_BASE, CAP_PER_PASSAGE = 64, 160
+
+
+def passages_fit(state: PipelineState) -> bool:
+    """Whether the kept passages already fit a small share of the prompt's budget."""
+    if state.budget is None or state.force_condense:
+        return False
+    used = sum(estimate_tokens(str(p.get("text", ""))) + 16 for p in state.kept)
+    return used <= state.budget * FITS_SHARE
 
 
 def unknown_citations(condensed: dict[str, Any], ids: list[str]) -> list[str]:
@@ -42,10 +57,14 @@ class Condenser:
 
     def run(self, state: PipelineState) -> None:
         state.condensed, state.condense_fallback = None, None
+        if passages_fit(state):
+            state.condense_fallback = "passages_fit"
+            raise StageSkipped("passages_fit")
         ids = state.ids()
         shipped = schemas.load("condensed")
         user = f"Question: {state.query}\n\nPassages:\n{passages_text(state.kept)}"
-        value = self.caller.ask(SYSTEM, user, schemas.with_ids(shipped, ids), check=shipped)
+        value = self.caller.ask(SYSTEM, user, schemas.with_ids(shipped, ids), check=shipped,
+                                cap=CAP_BASE + CAP_PER_PASSAGE * len(ids))  # fmt: skip
         unknown = unknown_citations(value, ids)
         if unknown:
             raise StageFallback("unknown_citation", ", ".join(unknown))

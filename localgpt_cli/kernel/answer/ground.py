@@ -37,15 +37,17 @@ def ground(
     previous: list[str],
     options: AnswerOptions,
     warn: Callable[[str, str], None],
+    budget: int | None = None,
 ) -> PipelineState:
     """Run the pipeline; its stage requests go to the turn's own model, with
-    thinking off. Fallbacks are warned about; they are also in the `sources` packet."""
+    thinking off. Fallbacks are warned about; they are also in the `sources` packet.
+    `budget`: the prompt's tokens, which decide whether condensing is worth a call."""
     caller = None
     if options.pipeline == "full":
         caller = ModelCaller(client, model, can_think=info.can_think,
                              timeout=options.stage_timeout)  # fmt: skip
     pipeline = build(options, retriever, caller)
-    state = pipeline.run(question, previous)
+    state = pipeline.run(question, previous, budget)
     for warning in state.warnings:
         warn("retrieval", warning)
     for report in state.reports:

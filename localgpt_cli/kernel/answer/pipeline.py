@@ -4,7 +4,10 @@
       -> [model gate] -> condenser -> audit -> (scope changed: retriever ... condenser, once)
 
 `--pipeline fast` runs the retriever alone behind the deterministic shaper: no chat-model
-call. Every stage's outcome (ok, fallback with its reason, skipped, error) is recorded
+call. The full pipeline calls the model only where that can change something: no shaper
+call for a first question (no earlier turn to resolve), no condenser when the kept
+passages already fit a small share of the budget (unless `--condense`), no audit without
+S_ctx. Every stage's outcome (ok, fallback with its reason, skipped, error) is recorded
 for the `sources` packet; a stage that raises is a bug, recorded in `failures` for the
 turn to surface as an `error` packet, and the turn goes on with the stage's fallback.
 """
@@ -22,6 +25,7 @@ from localgpt_cli.kernel.answer.stage import (
     PipelineState,
     Stage,
     StageFallback,
+    StageSkipped,
 )
 from localgpt_cli.kernel.grounding import Retriever
 
@@ -37,6 +41,7 @@ class AnswerOptions:
     reranker: str = "local"  # "local" (the retriever's) | "model"
     gate: str = "score"  # "score" (the retriever's) | "model"
     condense: bool = True
+    force_condense: bool = False  # `--condense`: even passages that already fit
     theta: float | None = None  # the gate's strictness; None: the gate's default
     stage_timeout: float = DEFAULT_STAGE_TIMEOUT
 
@@ -74,6 +79,8 @@ def step(stage: Stage, state: PipelineState, round_: int) -> None:
     else:
         try:
             stage.run(state)
+        except StageSkipped as exc:
+            report.update(status="skipped", reason=exc.reason)
         except StageFallback as exc:
             stage.fallback(state, exc.reason)
             report.update(status="fallback", reason=exc.reason)
@@ -101,9 +108,13 @@ class Pipeline:
     audit: Stage | None = None
     caller: ModelCaller | None = None
     mode: str = "full"
+    force_condense: bool = False
 
-    def run(self, question: str, previous: list[str]) -> PipelineState:
-        state = PipelineState(question=question, previous=previous, query=question)
+    def run(self, question: str, previous: list[str], budget: int | None = None) -> PipelineState:
+        """The stages for this question; `budget` (the prompt's tokens) lets the condenser
+        tell passages that already fit from ones worth condensing."""
+        state = PipelineState(question=question, previous=previous, query=question,
+                              budget=budget, force_condense=self.force_condense)  # fmt: skip
         for stage in self.first:
             step(stage, state, 1)
         if self.audit is None:
@@ -140,7 +151,8 @@ def build(options: AnswerOptions, retriever: Retriever, caller: ModelCaller | No
         judged.append(ModelGate(caller, theta))
     if options.condense:
         judged.append(Condenser(caller))
-    return Pipeline([Shaper(caller), *judged], judged, Audit(caller), caller, mode="full")
+    return Pipeline([Shaper(caller), *judged], judged, Audit(caller), caller, mode="full",
+                    force_condense=options.force_condense)  # fmt: skip
 
 
 def condense_reason(state: PipelineState, mode: str, condense: bool) -> str | None:

@@ -23,6 +23,8 @@ SYSTEM = (
     "answering the question (10: answers it directly; 0: unrelated). Rate every passage, "
     "by its id. Answer with JSON only."
 )
+# The answer's tokens at most: the JSON frame, and ~12 per item ({"id": "P3", ...}).
+CAP_BASE, CAP_PER_PASSAGE = 16, 20
 
 
 def judged(caller: ModelCaller, state: PipelineState, system: str, name: str,
@@ -37,7 +39,8 @@ def judged(caller: ModelCaller, state: PipelineState, system: str, name: str,
     # One item per passage at most: a server that turns the schema into a grammar then
     # stops a small model that would repeat items until its context is full.
     sent["properties"][field]["maxItems"] = len(ids)
-    value = caller.ask(system, user, sent, check=shipped)
+    value = caller.ask(system, user, sent, check=shipped,
+                       cap=CAP_BASE + CAP_PER_PASSAGE * len(ids))  # fmt: skip
     items = value[field]
     unknown = sorted({i["id"] for i in items} - set(ids))
     if unknown:

@@ -13,9 +13,12 @@ import re
 from dataclasses import dataclass
 
 from localgpt_cli.kernel.answer import schema as schemas
-from localgpt_cli.kernel.answer.stage import ModelCaller, PipelineState
+from localgpt_cli.kernel.answer.stage import ModelCaller, PipelineState, StageSkipped
 
 SHORT_WORDS = 5  # a question this short rarely stands alone
+# The answer's tokens at most: a query of up to 500 characters (~130 tokens), the intent,
+# the domain label and the JSON around them.
+CAP = 192
 _ANAPHORA = re.compile(
     r"\b(it|its|that|this|those|these|they|them|there|one|ones|same|above|previous|"
     r"former|latter|he|she|his|her)\b|^\s*(and|but|also|what about|how about|so|then)\b",
@@ -50,14 +53,18 @@ def turns_text(previous: list[str], question: str, keep: int = 3) -> str:
 
 @dataclass
 class Shaper:
-    """Pass 1, model-driven; `fallback_query` when the model call fails."""
+    """Pass 1, model-driven; `fallback_query` when the model call fails. A first
+    question has no earlier turn to resolve: it is searched as asked, with no call."""
 
     caller: ModelCaller
     name: str = "shaper"
 
     def run(self, state: PipelineState) -> None:
+        if not state.previous:
+            state.query = fallback_query(state.question, state.previous)
+            raise StageSkipped("no_history")
         value = self.caller.ask(SYSTEM, turns_text(state.previous, state.question),
-                                schemas.load("shape"))  # fmt: skip
+                                schemas.load("shape"), cap=CAP)  # fmt: skip
         state.query = " ".join(value["query"].split())
         state.intent, state.domain = value["intent"], value["domain"]
 

@@ -5,7 +5,9 @@ A stage reads and updates `PipelineState`. When it cannot do its work (the model
 prose, JSON that breaks the schema, a citation of a passage that does not exist, nothing,
 or did not answer in time), it raises `StageFallback` with a reason; the pipeline then
 calls the stage's `fallback`, which leaves the state as the stage before it left it (or
-applies a deterministic substitute), and names the reason in the `sources` packet.
+applies a deterministic substitute), and names the reason in the `sources` packet. A
+stage that could change nothing this turn raises `StageSkipped` instead, before any call:
+a model call on a 2-core machine costs seconds, so it is made only when it can matter.
 """
 
 from __future__ import annotations
@@ -19,10 +21,19 @@ from typing import Any, Protocol
 
 from localgpt_cli.errors import LocalGPTError
 from localgpt_cli.kernel.answer import schema as schemas
-from localgpt_cli.llm.provider import Provider
+from localgpt_cli.llm.provider import Cancellable, Provider
 
 MAX_EXTRA_REQUESTS = 4  # model requests the stages may make in one turn (+1 on the re-run)
 DEFAULT_STAGE_TIMEOUT = 60.0  # seconds a stage waits for its structured answer
+
+
+class StageSkipped(Exception):
+    """The stage had nothing to do this turn (the state is already what it would make);
+    `reason` is what the `sources` packet names."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class StageFallback(Exception):
@@ -54,6 +65,8 @@ class PipelineState:
     rerun: bool = False
     reports: list[dict[str, Any]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # stages that raised: bugs, shown
+    budget: int | None = None  # the prompt's token budget (kernel/context.py), when known
+    force_condense: bool = False  # `--condense`: condense even passages that already fit
 
     def ids(self) -> list[str]:
         return [p["id"] for p in self.kept]
@@ -84,14 +97,18 @@ class ModelCaller:
     requests: int = 0
 
     def ask(self, system: str, user: str, schema: dict[str, Any],
-            check: dict[str, Any] | None = None) -> Any:  # fmt: skip
+            check: dict[str, Any] | None = None, *, cap: int) -> Any:  # fmt: skip
         """The model's answer as validated JSON, or StageFallback naming what went wrong.
-        `schema` is sent; `check` (default: the same) is what the answer must meet."""
+        `schema` is sent; `check` (default: the same) is what the answer must meet. `cap`
+        is the most tokens the answer may take: what the schema needs with room to spare,
+        so a small model rambling inside the grammar is cut off (then `invalid_json`)
+        instead of generating until its context is full."""
         if self.requests >= self.budget:
             raise StageFallback("budget", f"{self.budget} stage requests already made")
         self.requests += 1
         content = self._content(
-            [{"role": "system", "content": system}, {"role": "user", "content": user}], schema
+            [{"role": "system", "content": system}, {"role": "user", "content": user}], schema,
+            cap,
         )
         if not content.strip():
             raise StageFallback("empty", "the model returned nothing")
@@ -105,16 +122,23 @@ class ModelCaller:
             raise StageFallback("schema", found)
         return value
 
-    def _content(self, messages: Sequence[dict[str, Any]], schema: dict[str, Any]) -> str:
+    def _content(self, messages: Sequence[dict[str, Any]], schema: dict[str, Any],
+                 cap: int) -> str:  # fmt: skip
         """The answer's text, waited for at most `timeout` seconds. The request runs on a
-        daemon thread so a stalled server costs this stage its answer, not the turn."""
+        daemon thread so a stalled server costs this stage its answer, not the turn. A
+        model in this process (Cancellable) is stopped at its next token and waited for:
+        the next call must not run on it while this one still does."""
         box: dict[str, Any] = {}
+        stop = threading.Event()
+        cancellable = isinstance(self.client, Cancellable)
 
         def call() -> None:
+            if isinstance(self.client, Cancellable):
+                self.client.cancel_on(stop)
             try:
                 reply = self.client.chat(
                     self.model, messages, think=False if self.can_think else None,
-                    options={"temperature": 0}, format=schema,
+                    options={"temperature": 0, "num_predict": cap}, format=schema,
                 )  # fmt: skip
                 box["content"] = reply.message.content or ""
             except LocalGPTError as exc:
@@ -127,7 +151,11 @@ class ModelCaller:
         worker.start()
         worker.join(self.timeout)
         if worker.is_alive():
-            raise StageFallback("timeout", f"no answer in {time.perf_counter() - start:.1f} s")
+            waited = time.perf_counter() - start
+            if cancellable:
+                stop.set()
+                worker.join()
+            raise StageFallback("timeout", f"no answer in {waited:.1f} s")
         if "bug" in box:
             raise box["bug"]
         if "error" in box:
