@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput, NotFound, UsageError
+from localgpt_cli.rag.store import remote
 from localgpt_cli.rag.store.indexes import Indexes, IndexHealth, IndexInfo
 from localgpt_cli.rag.store.lancedb_import import import_lancedb
 from localgpt_cli.rag.store.reads import Reads
@@ -81,8 +82,12 @@ class Store:
             lancedb = import_lancedb()
 
             try:  # lancedb.connect creates a local folder that does not exist yet
-                self._db = lancedb.connect(self.uri)
+                self._db = lancedb.connect(
+                    self.uri, storage_options=remote.storage_options(self.uri)
+                )
             except (OSError, ValueError, RuntimeError) as exc:
+                if remote.is_remote(self.uri):
+                    raise remote.store_error(exc, self.uri) from exc
                 raise InvalidInput(
                     f"Cannot open the knowledge base at {self.uri}: {exc}",
                     hint="Check --db / LOCALGPT_DB.",
