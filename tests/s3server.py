@@ -61,6 +61,8 @@ class S3Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> S3Server:
+        if self.proc is not None:  # a restart: the killed server must let go of the port
+            self.proc.wait(timeout=30)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=self.log.open("ab"),

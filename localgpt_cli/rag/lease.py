@@ -35,9 +35,12 @@ from datetime import datetime, timezone
 from localgpt_cli.errors import LocalGPTError, LockBusy
 from localgpt_cli.rag.s3 import PreconditionFailed, S3Client, S3Object
 from localgpt_cli.rag.store import remote
+from localgpt_cli.rag.store.deadline import within
 
 LEASE_SECONDS = 60
 POLL_SECONDS = 1.0
+# A release is worth a short wait only: a run ended by Ctrl-C must not hang on a slow store.
+RELEASE_SECONDS = 5.0
 
 
 class LeaseLost(LockBusy):
@@ -152,11 +155,13 @@ class _Lease:
         put: a lease taken over is left alone); True if it was lost. Without `reachable`
         (the store stopped answering) it is left to expire."""
         self._stop.set()
-        if self._renewer is not None:  # a renewal waits at most one request's deadline
+        if self._renewer is not None and reachable:  # a renewal waits one request at most
             self._renewer.join(remote.REQUEST_TIMEOUT_SECONDS + 1)
         if reachable and not self.lost and not (self._renewer and self._renewer.is_alive()):
-            with contextlib.suppress(PreconditionFailed, LocalGPTError):
-                self.client.put(self.key, _body(0, released=True), if_match=self.etag)
+            body = _body(0, released=True)
+            with contextlib.suppress(PreconditionFailed, LocalGPTError):  # else it expires
+                within(lambda: self.client.put(self.key, body, if_match=self.etag),
+                       self.client.uri(self.key), RELEASE_SECONDS)  # fmt: skip
         self.client.close()
         return self.lost
 

@@ -103,7 +103,7 @@ def store_error(exc: BaseException, uri: str) -> LocalGPTError:
 
 def is_unreachable(exc: BaseException) -> bool:
     """A request that got no answer (timed out, refused, cut), not one that was refused."""
-    if isinstance(exc, (TimeoutError, ConnectionError)):
+    if isinstance(exc, (TimeoutError, ConnectionError, StoreUnreachable)):
         return True
     text = str(exc)
     return any(word in text for word in _UNREACHABLE)
