@@ -298,3 +298,24 @@ def test_the_manifest_object_is_only_written_over_the_version_read(s3_server):
     saved.put(entry("later.md"))
     saved.compact()  # a writer that read the current version saves normally
     assert len(open_manifest(db, Path("/nonexistent-home"), "default").entries) == 2
+
+
+def test_conditional_puts_are_refused_by_the_server_with_412(s3_server, tmp_path):
+    """The lease's two conditional puts, through obstore against moto: create-only over an
+    existing object and update-if-ETag with a stale ETag are refused by the server (412
+    in its log), change nothing, and are PreconditionFailed here."""
+    from localgpt_cli.rag.s3 import PreconditionFailed, S3Client
+
+    client = S3Client.from_env(BUCKET)
+    first = client.put("kb/probe", b"one", if_none_match=True)
+    with pytest.raises(PreconditionFailed):
+        client.put("kb/probe", b"two", if_none_match=True)
+    second = client.put("kb/probe", b"three", if_match=first)
+    with pytest.raises(PreconditionFailed):
+        client.put("kb/probe", b"four", if_match=first)  # stale: the object moved on
+    found = client.get("kb/probe")
+    assert found is not None and (found.body, found.etag) == (b"three", second)
+    refused = [line for line in (tmp_path / "moto.log").read_text().splitlines()
+               if "PUT /kb-shared/kb/probe" in line and '" 412 ' in line]  # fmt: skip
+    assert len(refused) == 2
+    assert client.get("kb/none") is None
