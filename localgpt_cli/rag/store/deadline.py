@@ -17,7 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from localgpt_cli.errors import StoreUnreachable
+from localgpt_cli.errors import LocalGPTError, StoreUnreachable
+from localgpt_cli.rag.store import remote
 
 CALL_DEADLINE_SECONDS = 30.0
 # Calls that may run long for a good reason: building an index, compacting.
@@ -46,6 +47,9 @@ def within(call: Callable[[], T], uri: str, seconds: float = CALL_DEADLINE_SECON
         )
     ok, value = outcome[0]
     if not ok:
+        failed = isinstance(value, Exception) and not isinstance(value, LocalGPTError)
+        if failed and remote.is_store_failure(value):
+            raise remote.store_error(value, uri) from value  # one line, for every command
         raise value
     return value
 
