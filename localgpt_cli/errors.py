@@ -69,6 +69,15 @@ class OllamaTimeout(OllamaUnreachable):
     code = "ollama_timeout"
 
 
+class StoreUnreachable(LocalGPTError):
+    """An object store (`s3://…`) did not answer within its deadline, or the connection
+    was lost: the same exit as an unreachable server, and worth retrying."""
+
+    code = "store_unreachable"
+    exit_code = EXIT_UNREACHABLE
+    retryable = True
+
+
 class ModelNotFound(LocalGPTError):
     """The model is not pulled on the server."""
 

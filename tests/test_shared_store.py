@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ import pytest
 
 from tests.cli import ROOT, run
 from tests.kb import paragraph
-from tests.requires import unavailable
+from tests.s3server import serving
 from tests.standin import StandIn, hashed_embeddings
 
 BUCKET = "kb-shared"
@@ -178,61 +177,12 @@ def test_manifests_left_in_two_homes_are_merged_into_the_store(standin, tmp_path
 # --- against an S3-compatible server ------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _need_moto() -> None:
-    """moto[server] comes with the test extra; without it skip, but fail under CI."""
-    try:
-        import boto3  # noqa: F401
-        import moto.server  # noqa: F401
-    except ImportError as exc:
-        reason = f"moto[server] is not installed ({exc}): pip install -e '.[test]'"
-        unavailable(reason)
-
-
 @pytest.fixture
 def s3_server(isolated_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """moto's S3 server on a free loopback port, with a bucket, and the AWS_* environment
     that points LanceDB and localgpt at it; yields the endpoint URL."""
-    _need_moto()
-    import boto3
-
-    port = _free_port()
-    log = tmp_path / "moto.log"  # one line per request: the tests read the refusals
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=log.open("wb"),
-    )  # fmt: skip
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None, "moto's server exited"
-                assert time.monotonic() < deadline, "moto's server did not start"
-                time.sleep(0.1)
-        for var, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ALLOW_HTTP": "true",
-        }.items():
-            monkeypatch.setenv(var, value)
-        for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT"):
-            monkeypatch.delenv(var, raising=False)
-        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with serving(tmp_path / "moto.log", monkeypatch, BUCKET) as server:
+        yield server.endpoint
 
 
 def _s3():
@@ -256,6 +206,12 @@ def _keys() -> list[str]:
 LEASE = "kb/_localgpt/ingest.lease"
 
 
+def _released() -> bool:
+    """The lease object says it was released (what a holder leaves on its way out)."""
+    body = _s3().get_object(Bucket=BUCKET, Key=LEASE)["Body"].read()
+    return bool(json.loads(body).get("released"))
+
+
 @pytest.mark.slow
 def test_two_homes_on_one_s3_store_take_turns_through_a_lease(s3_server, standin, tmp_path):
     db = f"s3://{BUCKET}/kb"
@@ -269,7 +225,7 @@ def test_two_homes_on_one_s3_store_take_turns_through_a_lease(s3_server, standin
     _two_homes_one_store(standin, tmp_path, db, f"s3://{BUCKET}/{LEASE}", waiting)
     keys = _keys()
     assert "kb/_localgpt/manifests/default.jsonl" in keys
-    assert LEASE not in keys  # released by the last run
+    assert _released()  # by the last run
     assert not (tmp_path / "home-a").exists()  # nothing of the store is kept in a home
     # a third machine sees the same manifest
     docs_a = tmp_path / "alpha"
@@ -293,37 +249,7 @@ def test_a_live_lease_refuses_and_an_expired_one_is_taken_over(s3_server, standi
     code, records, err = _finish(_start(tmp_path / "home", db, str(docs)))
     assert code == 0, err
     assert _summary(records)["added"] == 2
-    assert LEASE not in _keys()
-
-
-def test_our_sigv4_signature_is_the_one_botocore_computes():
-    """The lease requests are signed by our few lines of SigV4: the same signature as
-    botocore's for the same request (a session token, a conditional header, a key that
-    needs escaping), so a real S3, which checks signatures, accepts them."""
-    _need_moto()
-    from datetime import datetime, timezone
-
-    from botocore.auth import S3SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials as BotoCredentials
-
-    from localgpt_cli.rag.s3 import Credentials, S3Client, sign
-
-    now = datetime(2026, 11, 25, 8, 0, 0, tzinfo=timezone.utc)
-    client = S3Client(BUCKET, "https://s3.eu-west-1.amazonaws.com", "eu-west-1",
-                      Credentials("AK", "SK"))  # fmt: skip
-    url = client.url("db/_localgpt/manifests/café x+y.jsonl")
-    body = b'{"holder": "h"}'
-    ours = sign("PUT", url, {"If-None-Match": "*"}, body, Credentials("AK", "SK", "TOKEN"),
-                "eu-west-1", now)  # fmt: skip
-    request = AWSRequest(
-        "PUT", url, data=body, headers={k: v for k, v in ours.items() if k != "authorization"}
-    )
-    request.context["timestamp"] = now.strftime("%Y%m%dT%H%M%SZ")
-    auth = S3SigV4Auth(BotoCredentials("AK", "SK", "TOKEN"), "s3", "eu-west-1")
-    to_sign = auth.string_to_sign(request, auth.canonical_request(request))
-    expected = auth.signature(to_sign, request)
-    assert ours["authorization"].endswith(f"Signature={expected}")
+    assert _released()
 
 
 def test_a_run_whose_lease_was_taken_over_stops_before_writing(s3_server):
@@ -372,3 +298,24 @@ def test_the_manifest_object_is_only_written_over_the_version_read(s3_server):
     saved.put(entry("later.md"))
     saved.compact()  # a writer that read the current version saves normally
     assert len(open_manifest(db, Path("/nonexistent-home"), "default").entries) == 2
+
+
+def test_conditional_puts_are_refused_by_the_server_with_412(s3_server, tmp_path):
+    """The lease's two conditional puts, through obstore against moto: create-only over an
+    existing object and update-if-ETag with a stale ETag are refused by the server (412
+    in its log), change nothing, and are PreconditionFailed here."""
+    from localgpt_cli.rag.s3 import PreconditionFailed, S3Client
+
+    client = S3Client.from_env(BUCKET)
+    first = client.put("kb/probe", b"one", if_none_match=True)
+    with pytest.raises(PreconditionFailed):
+        client.put("kb/probe", b"two", if_none_match=True)
+    second = client.put("kb/probe", b"three", if_match=first)
+    with pytest.raises(PreconditionFailed):
+        client.put("kb/probe", b"four", if_match=first)  # stale: the object moved on
+    found = client.get("kb/probe")
+    assert found is not None and (found.body, found.etag) == (b"three", second)
+    refused = [line for line in (tmp_path / "moto.log").read_text().splitlines()
+               if "PUT /kb-shared/kb/probe" in line and '" 412 ' in line]  # fmt: skip
+    assert len(refused) == 2
+    assert client.get("kb/none") is None

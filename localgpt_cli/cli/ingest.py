@@ -134,7 +134,7 @@ def ingest(
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest.options import IngestOptions
-    from localgpt_cli.rag.ingest.run import Ingest
+    from localgpt_cli.rag.store import remote
 
     _tune_process(app)
     try:
@@ -158,6 +158,13 @@ def ingest(
         max_chunks=max_chunks,
     )
     store = open_store(app, write=not dry_run)
+    with remote.translated(store.uri):  # a failing object store: one line, its exit code
+        _ingest(app, store, options, wait_lock, dry_run)
+
+
+def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool) -> None:
+    from localgpt_cli.rag.ingest.run import Ingest
+
     model = chosen_embed_model(app) if model_explicit(app) else _default_model(app, store)
     run = Ingest(
         options,

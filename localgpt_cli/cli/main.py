@@ -135,13 +135,27 @@ def cli(ctx: click.Context, json_out: bool, no_color: bool, host: str | None, de
 
 
 def _sigterm(_signum: int, _frame: Any) -> None:
-    # One path for Ctrl-C and SIGTERM: the stream is closed and `done` says aborted.
+    # One path for Ctrl-C, SIGTERM and SIGHUP: the stream is closed, `done` says aborted,
+    # and what the command holds (an ingest lease) is released on the way out.
     raise KeyboardInterrupt
+
+
+def _exiting(code: int) -> None:
+    """From here on a signal ends the process at once: the command has said all it
+    will, and a KeyboardInterrupt raised inside the interpreter's exit handlers (joining
+    a library's worker threads) would print a traceback instead."""
+
+    def now(_signum: int, _frame: Any) -> None:
+        os._exit(code or EXIT_INTERRUPTED)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, now)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with the code PROTOCOL documents."""
     signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGHUP, _sigterm)
     app = App()
     try:
         code = cli.main(args=argv, prog_name="localgpt", standalone_mode=False, obj=app)
@@ -171,8 +185,10 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         sys.stderr.write(f"localgpt: internal error: {exc!r}\n  {BUG_HINT}\n")
         code = EXIT_INTERNAL
-    code = code if isinstance(code, int) else 0
-    sys.exit(_flush_stdout(code))
+    code = _flush_stdout(code if isinstance(code, int) else 0)
+    if argv is None:  # the process's own command, not a call from a test's process
+        _exiting(code)
+    sys.exit(code)
 
 
 def _flush_stdout(code: int) -> int:

@@ -46,7 +46,8 @@ def ingest_lock(db_uri: str, home: Path, wait: float = 0.0) -> Iterator[Callable
     from localgpt_cli.rag.s3 import S3Client
 
     bucket, prefix = where
-    with hold_lease(S3Client.from_env(bucket), f"{prefix}/ingest.lease", wait) as check:
+    client = S3Client.from_env(bucket, where=db_uri)
+    with hold_lease(client, f"{prefix}/ingest.lease", wait) as check:
         yield check
 
 

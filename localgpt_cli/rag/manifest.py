@@ -125,9 +125,10 @@ class ObjectFile:
 
     appendable = False
 
-    def __init__(self, bucket: str, key: str):
+    def __init__(self, bucket: str, key: str, where: str | None = None):
         self.bucket = bucket
         self.key = key
+        self.where = where  # the store's URI, which its errors name
         self._client: Any = None
         self._etag: str | None = None  # of the version last read or written
         self._read = False
@@ -140,7 +141,7 @@ class ObjectFile:
         if self._client is None:
             from localgpt_cli.rag.s3 import S3Client
 
-            self._client = S3Client.from_env(self.bucket)
+            self._client = S3Client.from_env(self.bucket, where=self.where)
         return self._client
 
     def read(self) -> bytes | None:
@@ -183,7 +184,7 @@ def manifest_file(db_uri: str, home: Path, collection: str) -> ManifestFile:
         return LocalFile(local / name)
     s3 = sidecar.s3_location(db_uri)
     if s3 is not None:
-        return ObjectFile(s3[0], f"{s3[1]}/{name}")
+        return ObjectFile(s3[0], f"{s3[1]}/{name}", db_uri)
     return LocalFile(home_manifest_path(home, db_uri, collection))
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput, NotFound, UsageError
+from localgpt_cli.rag.store import remote
+from localgpt_cli.rag.store.deadline import Deadlined, within
 from localgpt_cli.rag.store.indexes import Indexes, IndexHealth, IndexInfo
 from localgpt_cli.rag.store.lancedb_import import import_lancedb
 from localgpt_cli.rag.store.reads import Reads
@@ -80,6 +82,9 @@ class Store:
         if self._db is None:
             lancedb = import_lancedb()
 
+            if remote.is_remote(self.uri):
+                self._db = self._connect_remote(lancedb)
+                return self._db
             try:  # lancedb.connect creates a local folder that does not exist yet
                 self._db = lancedb.connect(self.uri)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -88,6 +93,15 @@ class Store:
                     hint="Check --db / LOCALGPT_DB.",
                 ) from exc
         return self._db
+
+    def _connect_remote(self, lancedb: Any) -> Deadlined:
+        """The object store's database, every call of which is bounded (deadline.py)."""
+        options = remote.storage_options(self.uri)
+        try:
+            db = within(lambda: lancedb.connect(self.uri, storage_options=options), self.uri)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise remote.store_error(exc, self.uri) from exc
+        return Deadlined(db, self.uri)
 
     def names(self) -> list[str]:
         folder = local_path(self.uri)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput
+from localgpt_cli.rag.store import remote
 from localgpt_cli.rag.store.indexes import (
     NPROBES,
     REFINE_FACTOR,
@@ -118,7 +119,9 @@ class Search(CollectionTable):
             self._loop = asyncio.new_event_loop()
 
             async def open_table() -> Any:
-                db = await lancedb.connect_async(self.uri)
+                db = await lancedb.connect_async(
+                    self.uri, storage_options=remote.storage_options(self.uri)
+                )
                 return await db.open_table(self.name)
 
             self._async_table = self._loop.run_until_complete(open_table())
