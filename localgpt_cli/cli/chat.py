@@ -11,10 +11,11 @@ import click
 
 from localgpt_cli.cli.answer import answer_flags
 from localgpt_cli.cli.app import App, Finite, json_option, pass_app, provider_option
+from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.retrieval import THETA
-from localgpt_cli.cli.turn import ChatFlags, open_chat, pass_flags
+from localgpt_cli.cli.turn import open_chat, pass_flags
 from localgpt_cli.errors import UsageError
 
 EPILOG = """\b

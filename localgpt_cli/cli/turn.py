@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.cli.app import App
+from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
@@ -23,47 +24,6 @@ if TYPE_CHECKING:
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.session import Toolbox, TurnRequest
-
-
-@dataclass(frozen=True)
-class ChatFlags:
-    """`localgpt chat`'s flags as click parsed them, one typed object instead of 23
-    parameters. The field names are click's parameter names (`pass_flags` builds this
-    from them), so an option added to the command is a field added here."""
-
-    prompt: tuple[str, ...]
-    model: str | None
-    system: str | None
-    options: tuple[tuple[str, str], ...]  # -o KEY VALUE, parsed by llm/options.py
-    think: bool | None
-    hide_thinking: bool
-    no_stream: bool
-    timeout: float | None
-    continue_: bool
-    cid: str | None
-    no_save: bool
-    window: int | None
-    # tools
-    tools: str | None  # --tools GROUPS (None: the tools.groups setting)
-    no_tools: bool
-    only_tools: tuple[str, ...]
-    functions: tuple[str, ...]
-    max_iterations: int
-    approve: bool
-    # the knowledge base
-    rag: bool | None
-    k: int
-    threshold: float | None
-    theta: float | None
-    collection: str | None
-    files: tuple[str, ...]
-    lock: bool
-    # the answer pipeline (cli/answer.py)
-    pipeline: str | None
-    reranker: str
-    gate: str
-    condense: bool | None
-    explain: bool
 
 
 def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
