@@ -94,8 +94,10 @@ def search(
     from localgpt_cli.cli.retrieval import query_collection, resolve_theta
     from localgpt_cli.errors import UsageError
 
-    if (query is None) == (queries_file is None):
-        raise click.UsageError("Give either a QUERY or --queries FILE (not both).")
+    if query is None and queries_file is None:
+        raise click.UsageError("Nothing to search for: give a QUERY or --queries FILE.")
+    if query is not None and queries_file is not None:
+        raise click.UsageError("Give a QUERY or --queries FILE, not both.")
     if query is not None and not query.strip():
         raise UsageError(
             "Nothing to search for: the query is empty.",
