@@ -50,6 +50,13 @@ def _now() -> str:
 def clean_text(text: str) -> str:
     """The fact as stored: one line (a newline would read as two facts in the prompt)."""
     cleaned = " ".join(text.split())
+    bad = next((i for i, ch in enumerate(cleaned) if "\udc80" <= ch <= "\udcff"), None)
+    if bad is not None:  # how Python passes an argument's bytes that are not UTF-8
+        raise InvalidInput(
+            f"The fact is not UTF-8 text: byte 0x{ord(cleaned[bad]) - 0xDC00:02x} at character "
+            f"{bad + 1}; nothing was stored.",
+            hint="Give the fact as UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8).",
+        )
     if not cleaned:
         raise UsageError("The fact is empty.", hint='localgpt memory add "we deploy with Ansible"')
     if len(cleaned) > MAX_FACT_CHARS:
