@@ -220,16 +220,17 @@ def _score(
     older: Sequence[Episode], scores: Sequence[float], total: int, settings: MemorySettings,
     now: datetime,
 ) -> tuple[list[_Scored], list[tuple[float, int, tuple[Episode, int, float, float]]]]:
-    """The older turns that may be kept, and the faded ones worth reporting (those with
-    a word of the question) as (-score, position, _Scored arguments): only the best
-    DROPPED_SHOWN of a thousand become entries."""
+    """The older turns that may be kept, and the faded ones (with a word of the question
+    or none: a turn left out for zero relevance is still left out, and the report says
+    so) as (-score, position, _Scored arguments): only the best DROPPED_SHOWN of a
+    thousand become entries."""
     eligible: list[_Scored] = []
     faded: list[tuple[float, int, tuple[Episode, int, float, float]]] = []
     for i, (episode, r) in enumerate(zip(older, scores, strict=True)):
         weight = fade(episode, total - i, settings, now)
         if weight * (PRIOR + r) >= MIN_SCORE:
             eligible.append(_Scored(episode, total - i, r, weight))
-        elif r > 0:
+        else:
             faded.append((-weight * (PRIOR + r), i, (episode, total - i, r, weight)))
     return eligible, faded
 
