@@ -73,6 +73,7 @@ class ChatTurns:
     ) -> TurnRequest:
         """The typed request for one turn: this chat's flags, with the turn's prompt, piped
         text and conversation."""
+        from localgpt_cli.kernel.facts import MemoryFact
         from localgpt_cli.kernel.memory import memory_settings
         from localgpt_cli.kernel.session import TurnRequest
         from localgpt_cli.project_memory import ProjectMemory
@@ -93,8 +94,8 @@ class ChatTurns:
             files=self.files,
             answer=self.answer,
             memory=memory_settings(self.app.settings.values, self.app.settings.sources),
-            project_memory=ProjectMemory(self.app.settings.home_dir).texts_for(
-                self.app.settings.collection),
+            project_memory=[MemoryFact(f.text, f.important) for f in ProjectMemory(
+                self.app.settings.home_dir).facts_for(self.app.settings.collection)],
         )
 
     def run(self, request: TurnRequest) -> TurnOutcome:

@@ -35,6 +35,7 @@ from typing import Any
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.kernel.conflicts import FileFacts, facts
 from localgpt_cli.kernel.context import message_tokens
+from localgpt_cli.kernel.facts import DEFAULT_SHARE
 from localgpt_cli.kernel.terms import relevance
 
 Chat = dict[str, Any]
@@ -55,6 +56,7 @@ class MemorySettings:
     recent_turns: int = 4
     half_life_turns: float = 30.0
     half_life_days: float | None = None
+    project_share: float = DEFAULT_SHARE  # of the prompt budget, for project memory's facts
 
 
 @dataclass
@@ -293,18 +295,6 @@ def _dedup(
     return keep
 
 
-PROJECT_HEADER = (
-    "Project memory: facts the user keeps for this work. They hold unless the user says "
-    "otherwise in this conversation, and they outrank the files, sources and earlier "
-    "turns below."
-)
-
-
-def project_block(facts: Sequence[str]) -> str:
-    """The one system message that carries project memory (`localgpt memory add`)."""
-    return "\n".join([PROJECT_HEADER, *(f"- {fact}" for fact in facts)])
-
-
 def memory_settings(values: dict[str, Any], sources: dict[str, str]) -> MemorySettings:
     """The `memory.*` settings; values that would make no sense are refused, naming where
     they came from."""
@@ -319,4 +309,15 @@ def memory_settings(values: dict[str, Any], sources: dict[str, str]) -> MemorySe
         recent_turns=int(values.get("memory.recent_turns", 4)),
         half_life_turns=float(values.get("memory.half_life_turns", 30.0)),
         half_life_days=values.get("memory.half_life_days"),
+        project_share=_share(values, sources),
     )
+
+
+def _share(values: dict[str, Any], sources: dict[str, str]) -> float:
+    """`memory.project_share`: a fraction of the prompt above 0, at most 1."""
+    share = values.get("memory.project_share", DEFAULT_SHARE)
+    if share is None or not 0 < share <= 1:
+        raise InvalidInput(f"Setting 'memory.project_share' from "
+                           f"{sources.get('memory.project_share', 'default')} must be a "
+                           f"fraction of the prompt above 0 and at most 1, got {share!r}.")
+    return float(share)

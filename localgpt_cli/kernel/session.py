@@ -30,6 +30,7 @@ from localgpt_cli.kernel.context import (
     needed_num_ctx,
     prompt_budget,
 )
+from localgpt_cli.kernel.facts import MemoryFact, blame, send_facts
 from localgpt_cli.kernel.grounding import ContextFile, Retriever, files_block
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, AgentLoop, Approve
 from localgpt_cli.kernel.memory import MemorySettings, episodes, recall
@@ -77,7 +78,7 @@ class TurnRequest:
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
     memory: MemorySettings = field(default_factory=MemorySettings)
-    project_memory: list[str] = field(default_factory=list)  # facts, right after the system
+    project_memory: list[MemoryFact] = field(default_factory=list)  # right after the system
     answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
 
     def user_content(self, piped: str | None = None) -> str:
@@ -234,7 +235,9 @@ class Turn:
         attached = files_block(request.files, budget, self.warn, self.cuts)
         if self.grounding is not None:
             fit_passages(self.grounding, request.files, budget)
-        pinned = pinned_blocks(request.system, request.project_memory, attached, self.grounding)
+        self.facts = send_facts(request.project_memory, budget, request.memory.project_share,
+                                context_length, request.model, self.warn)
+        pinned = pinned_blocks(request.system, self.facts.texts, attached, self.grounding)
         pinned_tokens = sum(message_tokens(m) for m in pinned)
         self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
         stored: list[Message] = []
@@ -297,12 +300,13 @@ class Turn:
                 f"{cut:,} characters cut from the middle.",
             )
             return request.user_content(text)
+        memory, memory_hint = blame(self.facts, question_tokens, room)
         raise InvalidInput(
             f"the message does not fit the {context_length:,}-token context of {model}: "
             f"the question needs ~{question_tokens:,} tokens and ~{max(room, 0):,} are left "
-            "for it (after the system prompt, files and sources, and room for the answer); "
-            "nothing was sent.",
-            hint="Shorten the question (piped text is cut to fit instead), "
+            f"for it (after the system prompt, {memory}files and sources, and room for the "
+            "answer); nothing was sent.",
+            hint=memory_hint or "Shorten the question (piped text is cut to fit instead), "
             "or raise -o num_ctx if the model allows more.",
         )
 
