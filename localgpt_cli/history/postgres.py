@@ -141,7 +141,7 @@ class PostgresStore:
         except ImportError:
             raise InvalidInput(
                 f"history.url {where} needs PostgreSQL support, which is not installed.",
-                hint="Install it with: pip install 'localgpt-cli[postgres]'",
+                hint="Install it: pip install -e '.[postgres]' (in the localgpt source folder).",
             ) from None
         with pg_errors(where):
             conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
