@@ -27,7 +27,7 @@ Examples:
   localgpt apply 3f9a1c2e            # the id the preview's frame shows
   localgpt apply 3f                  # a unique prefix is enough
   cd ~ && localgpt apply 3f9a1c2e    # from any folder: the edit's own roots are checked
-  localgpt apply 3f9a1c2e --json | jq -r .backup
+  localgpt apply 3f9a1c2e --json | jq -r 'select(.type=="applied").backup'
 """
 
 
@@ -124,7 +124,7 @@ def apply(app: App, preview_id: str) -> None:
 @click.command("last-preview", epilog="""\b
 Examples:
   eval "$(localgpt history last-preview)"     # run the last proposed command, your choice
-  localgpt history last-preview --json | jq -r .id
+  localgpt history last-preview --json | jq -r 'select(.type=="preview").id'
 """)
 @json_option
 @pass_app

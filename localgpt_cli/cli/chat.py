@@ -27,7 +27,7 @@ Examples:
   localgpt chat -m work:deepseek-chat "hi"  # a [providers.work] profile
   localgpt chat --provider work "hi"        # the same, with its default_model
   localgpt chat -o temperature 0 -o num_ctx 8192 "summarise" < notes.txt
-  localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
+  localgpt chat --json "hi" | jq -j 'select(.type=="token").payload'
   localgpt chat -c "and in Python?"          # continue the latest conversation
   localgpt chat --cid 01JD3 "go on"         # continue a given one (id prefix)
   localgpt chat -T calculator "what is 17% of 2,340?"

@@ -69,7 +69,8 @@ def _document_rows(app: App) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["path"])
 
 
-@docs.command("list", epilog="Example:\n\n  localgpt docs list --json | jq -r .path")
+@docs.command("list", epilog="Example:\n\n  localgpt docs list --json | jq -r "
+              "'select(.type==\"document\").path'")
 @collection_options
 @json_option
 @pass_app
@@ -97,7 +98,8 @@ def list_cmd(app: App) -> None:
     )
 
 
-@docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r .text")
+@docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r "
+              "'select(.type==\"chunk\").text'")
 @click.argument("ref", metavar="ID|PATH")
 @collection_options
 @json_option
@@ -119,8 +121,9 @@ def show_cmd(app: App, ref: str) -> None:
 
 
 @docs.command("rm", epilog="Examples:\n\n\b\n  localgpt docs rm notes/old.md 3f2a9c\n"
-              "  localgpt docs list --json | jq -r 'select(.path|startswith(\"/tmp/\"))"
-              ".document_id' | xargs -r localgpt docs rm -y")  # fmt: skip
+              "  localgpt docs list --json | jq -r 'select(.type==\"document\" and "
+              "(.path|startswith(\"/tmp/\"))).document_id' "
+              "| xargs -r localgpt docs rm -y")  # fmt: skip
 @click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
 @yes_option
 @click.option("--wait-lock", type=Finite(min=0), default=0, metavar="SECONDS",
@@ -160,7 +163,8 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
             app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
 
 
-@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .health")
+@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq "
+              "'select(.type==\"stats\").health'")
 @collection_options
 @json_option
 @pass_app

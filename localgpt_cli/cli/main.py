@@ -96,7 +96,7 @@ EPILOG = """\b
 Examples:
   localgpt chat "what does ENOSPC mean?"
   git diff | localgpt chat "write a commit message"
-  localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
+  localgpt chat --json "hi" | jq -j 'select(.type=="token").payload'
   localgpt models
   localgpt config
 

@@ -19,7 +19,7 @@ Examples:
   localgpt memory add "we deploy with Ansible, never by hand"
   localgpt memory add -C papers "cite papers by first author and year"
   localgpt memory                        # same as: localgpt memory list
-  localgpt memory list -C papers --json | jq -r .text
+  localgpt memory list -C papers --json | jq -r 'select(.type=="memory").text'
   localgpt memory rm 01JD3X4A
 
 \b
@@ -90,7 +90,8 @@ def _check_share(app: App, store: ProjectMemory, collection: str) -> None:
             f"{RM_HINT[1:]}, or raise memory.project_share."))
 
 
-@memory.command("list", epilog="Example:\n\n  localgpt memory list --json | jq -r .text")
+@memory.command("list", epilog="Example:\n\n  localgpt memory list --json | jq -r "
+                "'select(.type==\"memory\").text'")
 @click.option("-C", "--collection", metavar="NAME",
               help="Only the facts a chat on this collection gets (global and its own).")
 @json_option

@@ -15,14 +15,14 @@ from localgpt_cli.render.search import print_hits, print_query_hits
 EPILOG = """\b
 Examples:
   localgpt search "vpn setup"
-  localgpt search -k 3 --json "vpn setup" | jq -r .path
+  localgpt search -k 3 --json "vpn setup" | jq -r 'select(.type=="hit").path'
   localgpt search --mode keyword "ECONNREFUSED"
   localgpt search --type pdf --path '*/papers/*' "boundary layer"
   localgpt search -C code --doc 3f2a9c "retry backoff"
   localgpt search --rerank-model rr:bge-reranker-v2-m3 --theta 0.3 "vpn keys"
   localgpt search --queries questions.txt -k 10 --json    # one process, many queries
   localgpt search --provider work "vpn setup"  # the collection's work:MODEL embeds it
-  printf 'vpn\\nbackup\\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
+  printf 'vpn\\nbackup\\n' | localgpt search --queries - --json | jq -r 'select(.type=="hit")|[.query_id,.path]|@tsv'
 
 \b
 hybrid (default) fuses vector and full-text results by reciprocal rank; it falls back to
@@ -48,7 +48,7 @@ provider_rerank, gate.
 --queries FILE reads one query per line: plain text (its id is the line number) or
 JSON {"id": "...", "text": "..."}; every hit record then carries its query_id. A line that
 does not parse stops the run (exit 6) before anything is searched.
-"""
+"""  # noqa: E501 (a recipe pasted whole; tests/test_jq_recipes.py runs it)
 
 
 @click.command(epilog=EPILOG)
