@@ -15,7 +15,7 @@ from localgpt_cli.cli.kb import (
     resolve_document,
 )
 from localgpt_cli.render.docs import print_chunks
-from localgpt_cli.render.tables import display_path, human_size, print_table
+from localgpt_cli.render.tables import chunks, display_path, human_size, print_table, when
 
 EPILOG = """\b
 Examples:
@@ -85,7 +85,7 @@ def list_cmd(app: App) -> None:
         [
             (r["document_id"] or "-")[:12], display_path(r["path"]), r["doc_type"] or "",
             r["chunks"], r["status"] + (f" ({r['pending']})" if r["pending"] else ""),
-            (r["ingested_at"] or "")[:19].replace("T", " "),
+            when(app.output, r["ingested_at"]),
         ]
         for r in rows
     ]  # fmt: skip
@@ -151,7 +151,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
     if not yes:
         for doc_id, path in targets.items():
             app.output.stderr.write(f"  {doc_id[:12]}  {display_path(path)} "
-                                    f"({counts.get(doc_id, 0)} chunks)\n")  # fmt: skip
+                                    f"({chunks(counts.get(doc_id, 0))})\n")  # fmt: skip
         if not ask(app, f"Remove {len(targets)} {noun}?"):
             return
     with locked(settings.db_uri, settings.home_dir, settings.collection, wait_lock) as library:
@@ -160,7 +160,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
         if app.output.json:
             app.output.record(document_event("removed", path, doc_id, chunks=counts.get(doc_id, 0)))
         else:
-            app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
+            app.output.info(f"removed {display_path(path)} ({chunks(counts.get(doc_id, 0))})")
 
 
 @docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq "

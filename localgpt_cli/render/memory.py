@@ -7,7 +7,7 @@ from typing import IO, Any
 
 from localgpt_cli.project_memory import Fact
 from localgpt_cli.render.output import Output
-from localgpt_cli.render.tables import print_table
+from localgpt_cli.render.tables import print_table, when
 
 
 def print_facts(output: Output, facts: Sequence[Fact], status: str | None = None) -> None:
@@ -23,7 +23,7 @@ def print_facts(output: Output, facts: Sequence[Fact], status: str | None = None
             output.stdout.write(f"{status} {fact.id}  ({scope})  {fact.text}\n")
         output.stdout.flush()
         return
-    rows = [[f.id, _scope(f), f.created_at[:16].replace("T", " "), f.text]
+    rows = [[f.id, _scope(f), when(output, f.created_at), f.text]
             for f in facts]  # fmt: skip
     print_table(output, ["ID", "SCOPE", "ADDED", "TEXT"], rows)
 
