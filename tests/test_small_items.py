@@ -105,3 +105,21 @@ def test_history_docs_and_memory_print_one_date_format(standin, isolated_env, tm
         screen = on_terminal(*args, cwd=tmp_path, columns=160)
         row = [line for line in screen.splitlines() if line.strip()][1]
         assert len(re.findall(LOCAL, row)) == 1 and not re.search(r"\d\d:\d\d:\d\d", row), row
+
+
+def test_search_on_a_terminal_names_each_score(standin, isolated_env, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "vpn.md").write_text("# VPN setup\n\nTo reset the VPN, run vpn-reset.\n")
+    (notes / "backup.md").write_text("# Backups\n\nBackups run nightly with restic.\n")
+    assert invoke("ingest", str(notes)).exit_code == 0
+    screen = on_terminal("search", "vpn setup", cwd=tmp_path)
+    head = next(line for line in screen.splitlines() if line.startswith(" 1. "))
+    assert re.match(r" 1\. rerank \d+\.\d{3} · cosine 0\.\d{3}  notes/vpn\.md:1-3", head), head
+
+
+def test_tools_unsupported_under_no_rag_does_not_speak_of_documents(standin, isolated_env):
+    r = invoke("chat", "-m", "gemma2", "--no-rag", "hi")
+    assert r.exit_code == 0
+    assert r.stderr == ("localgpt: warning: gemma2 cannot call tools; answering without "
+                        "them.\n")

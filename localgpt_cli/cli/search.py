@@ -30,7 +30,8 @@ keyword search, with a warning, when Ollama is down or the collection has no emb
 --threshold is a cosine similarity (0 to 1) on the vector side: in vector mode every hit
 must reach it; in hybrid mode a passage found only by its vector must, while one the
 keyword side also found is kept; keyword mode (BM25 scores) does not use it. Its default
-depends on the embedding model.
+depends on the embedding model. A hit's score is the one that ranked it: a terminal names
+it (rerank, fused, bm25 or cosine) with the cosine beside it; --json has all in `scores`.
 
 \b
 Every search runs the fast path: the local reranker re-scores the first 40 candidates

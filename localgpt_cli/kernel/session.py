@@ -161,7 +161,7 @@ class Turn:
             info = self.catalog.show(request.model)
             plan = strategy.choose(
                 info, think=request.think, want_tools=bool(self.toolbox and self.toolbox.tools),
-                warn=self.warn,
+                warn=self.warn, retrieving=self.retriever is not None,
             )
             failures = self._retrieve(info)
             messages, options = self._context(info)
