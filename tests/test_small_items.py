@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from tests.cli import ROOT, invoke
+from tests.standin import Reply
 
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"
 LOCAL = r"\d{4}-\d\d-\d\d \d\d:\d\d"
@@ -123,3 +124,76 @@ def test_tools_unsupported_under_no_rag_does_not_speak_of_documents(standin, iso
     assert r.exit_code == 0
     assert r.stderr == ("localgpt: warning: gemma2 cannot call tools; answering without "
                         "them.\n")
+
+
+# -- apply and previews -----------------------------------------------------------------------
+
+NOTES = "# Notes\n\nThe port is 8000.\n"
+DIFF = ("--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,3 @@\n # Notes\n \n"
+        "-The port is 8000.\n+The port is 8080.\n")
+
+
+def propose(standin, name: str, **arguments: object) -> dict:
+    """One chat whose model proposes `name`; the tool_result packet's payload."""
+    standin.script(Reply(tool_calls=[{"name": name, "arguments": arguments}],
+                         offered_only=True), Reply(content="Shown above."))
+    r = invoke("chat", "--json", "--no-rag", "please")
+    assert r.exit_code == 0, r.stderr
+    [result] = [p["payload"] for p in r.records() if p["type"] == "tool_result"]
+    return result
+
+
+def test_apply_with_an_empty_id_is_a_usage_error(standin, isolated_env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text(NOTES)
+    propose(standin, "propose_edit", path="notes.md", diff=DIFF)
+    for args in (("apply", ""), ("apply", "  ")):
+        r = invoke(*args)
+        assert (r.exit_code, r.stdout) == (2, "")
+        assert r.stderr == ("localgpt: error: The preview id is empty. Give the id in the "
+                            "preview's frame: localgpt apply 3f9a1c2e.\n")
+    assert (tmp_path / "notes.md").read_text() == NOTES
+
+
+def test_apply_finds_a_preview_older_than_the_last_50_conversations(
+    standin, isolated_env, tmp_path, monkeypatch
+):
+    from localgpt_cli.history.sqlite import SQLiteStore
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text(NOTES)
+    pid = propose(standin, "propose_edit", path="notes.md", diff=DIFF)["preview"]["id"]
+    with SQLiteStore.open(Path(os.environ["LOCALGPT_HOME"]) / "history.db") as store:
+        for i in range(55):
+            cid = store.create_conversation("llama3.2").id
+            store.add_message(cid, "user", f"question {i}")
+    r = invoke("apply", pid)
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "notes.md").read_text() == NOTES.replace("8000", "8080")
+    r = invoke("apply", "ffffffff")
+    assert r.exit_code == 6 and "no preview 'ffffffff' in the history." in r.stderr
+
+
+def test_a_refusal_says_nothing_was_written_once(standin, isolated_env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text(NOTES)
+    pid = propose(standin, "propose_edit", path="notes.md", diff=DIFF)["preview"]["id"]
+    (tmp_path / "notes.md").write_text(NOTES + "edited by hand\n")
+    r = invoke("apply", pid)
+    assert r.exit_code == 6 and r.stderr.count("\n") == 1
+    assert r.stderr.lower().count("nothing was written") == 1, r.stderr
+
+
+def test_the_model_is_told_apply_applies_edits_not_commands(standin, isolated_env, tmp_path,
+                                                             monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text(NOTES)
+    command = propose(standin, "propose_command", command="ls", explanation="lists")
+    pid = command["preview"]["id"]
+    assert command["result"] == (f"preview_sent: id {pid}. The user was shown the proposed "
+                                 "command; it was not run (only the user can run it).")
+    edit = propose(standin, "propose_edit", path="notes.md", diff=DIFF)
+    pid = edit["preview"]["id"]
+    assert edit["result"] == (f"preview_sent: id {pid}. The user was shown the proposed edit; "
+                              f"the file is unchanged (localgpt apply {pid} applies it; the "
+                              "user decides).")

@@ -9,13 +9,14 @@ running it is the user's own choice).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
-from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound
+from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
@@ -31,12 +32,13 @@ Examples:
 """
 
 
-def recent_previews(store: Store | None) -> list[dict[str, Any]]:
-    """Previews of the newest conversations, newest first, each with its conversation."""
+def recent_previews(store: Store | None, everything: bool = False) -> list[dict[str, Any]]:
+    """Previews of the newest conversations (of every one with `everything`), newest
+    first, each with its conversation."""
     if store is None:
         return []
     found: list[dict[str, Any]] = []
-    for summary in store.list_conversations(limit=SCAN_CONVERSATIONS):
+    for summary in _conversations(store, everything):
         for message in reversed(store.messages(summary.id)):
             preview = message.metadata.get("preview")
             if isinstance(preview, dict) and isinstance(preview.get("id"), str):
@@ -44,8 +46,22 @@ def recent_previews(store: Store | None) -> list[dict[str, Any]]:
     return found
 
 
+def _conversations(store: Store, everything: bool) -> Iterator[Any]:
+    """The newest SCAN_CONVERSATIONS conversations, or every one, page by page."""
+    if not everything:
+        yield from store.list_conversations(limit=SCAN_CONVERSATIONS)
+        return
+    offset = 0
+    while page := store.list_conversations(limit=500, offset=offset):
+        yield from page
+        offset += len(page)
+
+
 def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
     """The newest preview (`reference` None) or the one whose id starts with `reference`."""
+    if reference is not None and not reference.strip():
+        raise UsageError("The preview id is empty.",
+                         hint="Give the id in the preview's frame: localgpt apply 3f9a1c2e.")
     previews = recent_previews(store)
     if reference is None:
         if not previews:
@@ -53,9 +69,12 @@ def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
                            hint="Previews come from propose_command and propose_edit.")
         return previews[0]
     matches = {p["id"]: p for p in previews if p["id"].startswith(reference.lower())}
+    if not matches:  # an older conversation's: look through every one
+        matches = {p["id"]: p for p in recent_previews(store, everything=True)
+                   if p["id"].startswith(reference.lower())}  # fmt: skip
     if not matches:
-        raise NotFound(f"no preview {reference!r} in the last {SCAN_CONVERSATIONS} "
-                       "conversations.", hint="The id is in the preview's frame.")
+        raise NotFound(f"no preview {reference!r} in the history.",
+                       hint="The id is in the preview's frame.")
     if len(matches) > 1:
         raise AmbiguousId(f"preview id {reference!r} is ambiguous.",
                           candidates=sorted(matches), hint="Type more of the id.")
@@ -76,7 +95,8 @@ def apply_preview(preview: dict[str, Any], cwd: Path | None = None) -> tuple[Pat
     try:
         return apply_edit(preview, sandbox)
     except ToolError as exc:
-        raise InvalidInput(str(exc), hint="Nothing was written.") from None
+        said = "nothing was written" in str(exc).lower()  # most refusals say so already
+        raise InvalidInput(str(exc), hint=None if said else "Nothing was written.") from None
     except OSError as exc:
         raise InvalidInput(f"cannot write {preview.get('path')}: {exc.strerror or exc}",
                            hint="Nothing was written.") from None
