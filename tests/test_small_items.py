@@ -197,3 +197,31 @@ def test_the_model_is_told_apply_applies_edits_not_commands(standin, isolated_en
     assert edit["result"] == (f"preview_sent: id {pid}. The user was shown the proposed edit; "
                               f"the file is unchanged (localgpt apply {pid} applies it; the "
                               "user decides).")
+
+
+def test_the_ingest_lock_names_no_finished_pid(standin, isolated_env, tmp_path):
+    # The file still names the run before when the holder has not written its pid yet.
+    import socket
+    import subprocess
+
+    lock = Path(os.environ["LOCALGPT_HOME"]) / "lancedb" / "_localgpt" / "ingest.lock"
+    lock.parent.mkdir(parents=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    finished = int(gone.stdout)
+    lock.write_text(f"{finished} {socket.gethostname()}\n")
+    code = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        note = tmp_path / "note.md"
+        note.write_text("# Note\n\nok\n")
+        r = invoke("ingest", str(note))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.exit_code == 75
+    assert r.stderr.startswith("localgpt: error: Another ingest is writing this knowledge base")
+    assert f"pid {finished}" not in r.stderr
