@@ -225,3 +225,12 @@ def test_the_ingest_lock_names_no_finished_pid(standin, isolated_env, tmp_path):
     assert r.exit_code == 75
     assert r.stderr.startswith("localgpt: error: Another ingest is writing this knowledge base")
     assert f"pid {finished}" not in r.stderr
+
+
+def test_no_save_writes_not_even_the_model_cache(standin, isolated_env):
+    before = sorted(p for p in isolated_env.rglob("*"))
+    r = invoke("chat", "--no-save", "--no-rag", "hi")
+    assert (r.exit_code, r.stdout) == (0, "Hello from llama3.2.\n"), r.stderr
+    assert sorted(p for p in isolated_env.rglob("*")) == before  # no models.json either
+    assert invoke("chat", "--no-rag", "hi").exit_code == 0
+    assert list(isolated_env.rglob("models.json"))  # a saved chat caches, as before

@@ -177,6 +177,7 @@ def _history(app: App, flags: ChatFlags, continuing: bool) -> tuple[Store, Conve
     is written); continuing with --no-save copies the stored conversation into memory,
     so the new turns follow it without being added to it.
     """
+    app.save = not flags.no_save
     if not flags.no_save:
         store = app.history()
         assert store is not None

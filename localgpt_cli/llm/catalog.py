@@ -45,6 +45,7 @@ class ModelCatalog:
         self.client = client
         self.cache_path = cache_path
         self.ttl = ttl
+        self.save = True  # False: read the cache, write nothing (`chat --no-save`)
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -54,6 +55,8 @@ class ModelCatalog:
         return data if data.get("host") == self.client.host else {}
 
     def _save(self, data: dict[str, Any]) -> None:
+        if not self.save:
+            return
         data["host"] = self.client.host
         try:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
