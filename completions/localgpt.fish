@@ -147,6 +147,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from memory && not __fish_seen_s
 complete -c localgpt -n '__fish_seen_subcommand_from memory && not __fish_seen_subcommand_from add list rm' -a rm -d 'Remove facts by id (or a unique prefix); an unknown id removes none of them.'
 complete -c localgpt -n '__fish_seen_subcommand_from memory' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from add' -s C -l collection -x -d 'Only for chats on this collection (default: every chat).'
+complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from add' -l important -d 'Keep it first when the facts pass their share of the prompt (also marks a fact already stored).'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from add' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from list' -s C -l collection -x -d 'Only the facts a chat on this collection gets (global and its own).'
 complete -c localgpt -n '__fish_seen_subcommand_from memory && __fish_seen_subcommand_from list' -l json -d 'Write NDJSON records to stdout.'

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,10 +37,12 @@ class Fact:
     text: str
     collection: str | None  # None: every collection
     created_at: str
+    important: bool = False  # kept first when the facts pass their share of the prompt
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "memory", "id": self.id, "text": self.text,
-                "collection": self.collection, "created_at": self.created_at}  # fmt: skip
+                "collection": self.collection, "created_at": self.created_at,
+                "important": self.important}  # fmt: skip
 
 
 def _now() -> str:
@@ -50,6 +52,13 @@ def _now() -> str:
 def clean_text(text: str) -> str:
     """The fact as stored: one line (a newline would read as two facts in the prompt)."""
     cleaned = " ".join(text.split())
+    bad = next((i for i, ch in enumerate(cleaned) if "\udc80" <= ch <= "\udcff"), None)
+    if bad is not None:  # how Python passes an argument's bytes that are not UTF-8
+        raise InvalidInput(
+            f"The fact is not UTF-8 text: byte 0x{ord(cleaned[bad]) - 0xDC00:02x} at character "
+            f"{bad + 1}; nothing was stored.",
+            hint="Give the fact as UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8).",
+        )
     if not cleaned:
         raise UsageError("The fact is empty.", hint='localgpt memory add "we deploy with Ansible"')
     if len(cleaned) > MAX_FACT_CHARS:
@@ -83,7 +92,7 @@ class ProjectMemory:
             try:
                 row = json.loads(line)
                 out.append(Fact(str(row["id"]), str(row["text"]), row.get("collection"),
-                                str(row["created_at"])))  # fmt: skip
+                                str(row["created_at"]), row.get("important") is True))  # fmt: skip
             except (ValueError, KeyError, TypeError):
                 raise InvalidInput(
                     f"Project memory {self.path}, line {number}, is not a fact record.",
@@ -91,20 +100,24 @@ class ProjectMemory:
                 ) from None
         return out
 
-    def texts_for(self, collection: str | None) -> list[str]:
+    def facts_for(self, collection: str | None) -> list[Fact]:
         """The facts a chat on `collection` is given: the global ones and its own."""
-        return [f.text for f in self.facts() if f.collection in (None, collection)]
+        return [f for f in self.facts() if f.collection in (None, collection)]
 
-    def add(self, text: str, collection: str | None = None) -> tuple[Fact, bool]:
-        """Store a fact (the same text in the same scope is stored once); returns it and
-        whether it is new."""
+    def add(self, text: str, collection: str | None = None,
+            important: bool = False) -> tuple[Fact, bool]:  # fmt: skip
+        """Store a fact (the same text in the same scope is stored once, and marked
+        important when asked again with `important`); returns it and whether it is new."""
         text = clean_text(text)
         with self._locked():
             facts = self.facts()
-            for fact in facts:
+            for i, fact in enumerate(facts):
                 if fact.text == text and fact.collection == collection:
+                    if important and not fact.important:
+                        facts[i] = fact = replace(fact, important=True)
+                        self._write(facts)
                     return fact, False
-            fact = Fact(new_id(), text, collection, _now())
+            fact = Fact(new_id(), text, collection, _now(), important)
             self._write([*facts, fact])
         return fact, True
 

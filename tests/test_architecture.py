@@ -116,12 +116,13 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement, at any depth, except those under `if TYPE_CHECKING:`."""
+def _import_nodes(tree: ast.AST, type_hints: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, at any depth, except those under `if TYPE_CHECKING:`
+    (unless `type_hints`: a cycle there never runs but is still a circle in the design)."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_hints:
             stack.extend(node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -129,7 +130,7 @@ def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def imports(package: Path) -> list[Import]:
+def imports(package: Path, type_hints: bool = False) -> list[Import]:
     """Every import of every module; relative imports resolved, and `from pkg import name`
     taken as an import of `pkg.name` when that is a module, else of `pkg`."""
     known = modules(package)
@@ -137,7 +138,7 @@ def imports(package: Path) -> list[Import]:
     for module, path in known.items():
         is_package = path.name == "__init__.py"
         rel = str(path.relative_to(package))
-        for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+        for node in _import_nodes(ast.parse(path.read_text(), str(path)), type_hints):
             if isinstance(node, ast.Import):
                 out += [Import(module, rel, node.lineno, a.name) for a in node.names]
                 continue
@@ -182,12 +183,12 @@ def _imports_any(imp: Import, libraries: tuple[str, ...]) -> bool:
     return any(n == lib or n.startswith(lib + ".") for n in names for lib in libraries)
 
 
-def check_cycles(package: Path) -> list[Violation]:
+def check_cycles(package: Path, type_hints: bool = False) -> list[Violation]:
     """One violation per cycle: for every module in a strongly connected group, the
     shortest cycle through it (each cycle once), each step with the line of the import
-    that makes it."""
+    that makes it. `type_hints` counts the imports under `if TYPE_CHECKING:` too."""
     edges: dict[str, dict[str, Import]] = {}
-    for imp in imports(package):
+    for imp in imports(package, type_hints):
         target = imp.target
         if target.split(".")[0] == package.name and target != imp.module:
             edges.setdefault(imp.module, {}).setdefault(target, imp)
@@ -338,6 +339,13 @@ def test_no_import_cycle() -> None:
     assert not found, _report(found)
 
 
+def test_no_import_cycle_through_type_hints() -> None:
+    # An import under TYPE_CHECKING never runs, but two modules that name each other's
+    # types are still one design split in two (issue 25: ChatFlags got a module of its own).
+    found = check_cycles(PACKAGE, type_hints=True)
+    assert not found, _report(found)
+
+
 def test_no_long_module_or_function() -> None:
     found = check_sizes(PACKAGE)
     assert not found, _report(found)
@@ -429,6 +437,7 @@ def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
     })  # fmt: skip
     assert check_import_rules(package) == []
     assert check_cycles(package) == []
+    assert len(check_cycles(package, type_hints=True)) == 1
 
 
 def test_cycles_are_found_through_every_kind_of_import(tmp_path: Path) -> None:

@@ -127,7 +127,7 @@ def test_rm_on_a_terminal_asks_first(corpus):
     before = snapshot(home())
     code, screen = run_in_pty(["docs", "rm", str(corpus / "todo.txt")], answer=b"n\n")
     assert code == 0 and b"Remove 1 document? [y/N]" in screen and b"Nothing deleted." in screen
-    assert b"todo.txt (1 chunks)" in screen
+    assert b"todo.txt (1 chunk)" in screen
     assert snapshot(home()) == before
     code, screen = run_in_pty(["docs", "rm", str(corpus / "todo.txt")], answer=b"y\n")
     assert code == 0 and b"removed" in screen

@@ -168,7 +168,7 @@ def test_naming_a_local_model_without_the_extra_says_what_to_install(
     assert p.stderr == (
         f"localgpt: error: The embedding model {MODEL} runs in-process and needs the [local] "
         "extra (missing: tokenizers, safetensors). "
-        "Install it: pip install 'localgpt-cli[local]'\n"
+        "Install it: pip install -e '.[local]' (in the localgpt source folder)\n"
     )
 
 

@@ -97,7 +97,35 @@ def test_unrelated_old_turns_fade_and_an_important_one_does_not():
     # Unrelated turns more than ~10 back are gone; pasta turns fade after ~90.
     assert not any(t < 100 for t in kept - {2})
     faded = [d for d in out.report["dropped"] if d["reason"] == "faded"]
-    assert faded and all(d["relevance"] > 0 for d in faded)
+    # the best 20 left out, by score: unrelated turns just past the threshold come first
+    assert len(faded) == 20 and [d["score"] for d in faded] == sorted(
+        (d["score"] for d in faded), reverse=True)
+    assert all(d["score"] < 0.08 for d in faded)
+
+
+def test_every_older_turn_is_kept_or_reported_dropped_zero_relevance_included():
+    # Issue 24.16: 15 turns, 11 candidates, 6 kept and `dropped: []`: the turns left out
+    # for zero relevance were neither listed nor counted.
+    stored = conversation(15)
+    turns = episodes(stored)
+    out = recall(turns, "what is the capital of Peru?", 1_000_000,
+                 MemorySettings(half_life_turns=3.0), now=NOW)
+    report = out.report
+    assert report["candidates"] == 11
+    dropped = report["dropped"]
+    assert dropped and {d["reason"] for d in dropped} == {"faded"}
+    assert all(d["relevance"] == 0 for d in dropped)
+    assert len(report["kept"]) + len(dropped) + report.get("more_dropped", 0) == 11
+    assert {d["turn"] for d in dropped}.isdisjoint(e["turn"] for e in report["kept"])
+
+
+def test_the_report_lists_the_best_20_dropped_and_counts_the_rest():
+    turns = episodes(conversation(60))
+    out = recall(turns, "what is the capital of Peru?", 1_000_000,
+                 MemorySettings(half_life_turns=1.0), now=NOW)
+    report = out.report
+    assert len(report["dropped"]) == 20
+    assert len(report["kept"]) + 20 + report["more_dropped"] == report["candidates"] == 56
 
 
 def test_days_fade_when_configured():

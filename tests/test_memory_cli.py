@@ -65,6 +65,27 @@ def test_bad_input_is_one_line_with_the_right_code(isolated_env):
     assert r.exit_code == 6 and "line 1" in r.stderr
 
 
+def test_a_fact_that_is_not_utf8_is_one_line_exit_6(isolated_env):
+    # Issue 24.12: the argument's bytes \xff\xfe reached json.dumps as surrogates and
+    # ended as "internal error: UnicodeEncodeError", exit 1.
+    kept = invoke("memory", "add", "--json", "keep me").records()[0]
+    before = (home() / "memory.jsonl").read_bytes()
+    for extra in ((), ("--json",)):
+        p = subprocess.run([sys.executable, "-m", "localgpt_cli", "memory", "add", *extra,
+                            b"\xff\xfe bad"], capture_output=True, cwd=ROOT, timeout=60)
+        assert p.returncode == 6, p.stderr
+        assert p.stderr.decode().splitlines() == [
+            "localgpt: error: The fact is not UTF-8 text: byte 0xff at character 1; nothing "
+            "was stored. Give the fact as UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8)."
+        ]
+        if extra:
+            assert json.loads(p.stdout)["code"] == "invalid_input"
+        else:
+            assert p.stdout == b""
+    assert (home() / "memory.jsonl").read_bytes() == before
+    assert [f["id"] for f in invoke("memory", "list", "--json").records()] == [kept["id"]]
+
+
 def test_rm_with_an_unknown_id_removes_none(isolated_env):
     kept = invoke("memory", "add", "--json", "keep me").records()[0]
     r = invoke("memory", "rm", kept["id"], "01ZZZZ")  # the first id alone would match

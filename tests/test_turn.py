@@ -6,7 +6,7 @@ import dataclasses
 
 from localgpt_cli.cli.app import DOCUMENT_EMBED_TIMEOUT, App
 from localgpt_cli.cli.chat import chat
-from localgpt_cli.cli.turn import ChatFlags
+from localgpt_cli.cli.chat_flags import ChatFlags
 
 
 def test_chat_flags_are_exactly_the_commands_parameters():

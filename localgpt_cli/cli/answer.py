@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from localgpt_cli.cli.app import App
+from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.errors import UsageError, setting_error
 
 if TYPE_CHECKING:
-    from localgpt_cli.cli.turn import ChatFlags
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
 
 PIPELINES = ("full", "fast")

@@ -43,6 +43,7 @@ class App:
     _settings: Settings | None = None
     _providers: dict[tuple[str, float | None], Any] = field(default_factory=dict)
     _catalog: Any = None
+    save: bool = True  # False under chat --no-save: not even the model cache is written
     _local_embedder: Any = None
     _memory: Any = None
 
@@ -104,6 +105,7 @@ class App:
             from localgpt_cli.llm.catalog import ModelCatalog
 
             self._catalog = ModelCatalog(self.client, cache_dir() / "models.json")
+        self._catalog.save = self.save
         return self._catalog
 
     def embedder(self, *, documents: bool = False, model: str | None = None) -> Embedder:

@@ -10,6 +10,7 @@ never run by localgpt (`last-preview` prints it, and running it is the user's ow
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app
 from localgpt_cli.cli.confirm import refuse_without_terminal, yes_option
-from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound
+from localgpt_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
@@ -30,16 +31,17 @@ Examples:
   localgpt apply 3f9a1c2e            # the id the preview's frame shows
   localgpt apply 3f                  # a unique prefix is enough
   cd ~ && localgpt apply 3f9a1c2e    # from a folder holding the file (and its chat's)
-  localgpt apply -y 3f9a1c2e --json | jq -r .backup
+  localgpt apply -y 3f9a1c2e --json | jq -r 'select(.type=="applied").backup'
 """
 
 
-def recent_previews(store: Store | None) -> list[dict[str, Any]]:
-    """Previews of the newest conversations, newest first, each with its conversation."""
+def recent_previews(store: Store | None, everything: bool = False) -> list[dict[str, Any]]:
+    """Previews of the newest conversations (of every one with `everything`), newest
+    first, each with its conversation."""
     if store is None:
         return []
     found: list[dict[str, Any]] = []
-    for summary in store.list_conversations(limit=SCAN_CONVERSATIONS):
+    for summary in _conversations(store, everything):
         for message in reversed(store.messages(summary.id)):
             preview = message.metadata.get("preview")
             if isinstance(preview, dict) and isinstance(preview.get("id"), str):
@@ -47,8 +49,22 @@ def recent_previews(store: Store | None) -> list[dict[str, Any]]:
     return found
 
 
+def _conversations(store: Store, everything: bool) -> Iterator[Any]:
+    """The newest SCAN_CONVERSATIONS conversations, or every one, page by page."""
+    if not everything:
+        yield from store.list_conversations(limit=SCAN_CONVERSATIONS)
+        return
+    offset = 0
+    while page := store.list_conversations(limit=500, offset=offset):
+        yield from page
+        offset += len(page)
+
+
 def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
     """The newest preview (`reference` None) or the one whose id starts with `reference`."""
+    if reference is not None and not reference.strip():
+        raise UsageError("The preview id is empty.",
+                         hint="Give the id in the preview's frame: localgpt apply 3f9a1c2e.")
     previews = recent_previews(store)
     if reference is None:
         if not previews:
@@ -56,9 +72,12 @@ def find_preview(store: Store | None, reference: str | None) -> dict[str, Any]:
                            hint="Previews come from propose_command and propose_edit.")
         return previews[0]
     matches = {p["id"]: p for p in previews if p["id"].startswith(reference.lower())}
+    if not matches:  # an older conversation's: look through every one
+        matches = {p["id"]: p for p in recent_previews(store, everything=True)
+                   if p["id"].startswith(reference.lower())}  # fmt: skip
     if not matches:
-        raise NotFound(f"no preview {reference!r} in the last {SCAN_CONVERSATIONS} "
-                       "conversations.", hint="The id is in the preview's frame.")
+        raise NotFound(f"no preview {reference!r} in the history.",
+                       hint="The id is in the preview's frame.")
     if len(matches) > 1:
         raise AmbiguousId(f"preview id {reference!r} is ambiguous.",
                           candidates=sorted(matches), hint="Type more of the id.")
@@ -106,7 +125,8 @@ def write_planned(plan: PlannedEdit) -> tuple[Path, Path]:
     try:
         return plan.write()
     except ToolError as exc:
-        raise InvalidInput(str(exc), hint="Nothing was written.") from None
+        said = "nothing was written" in str(exc).lower()  # most refusals say so already
+        raise InvalidInput(str(exc), hint=None if said else "Nothing was written.") from None
     except OSError as exc:
         raise InvalidInput(f"cannot write {plan.path}: {exc.strerror or exc}",
                            hint="Nothing was written.") from None
@@ -178,7 +198,7 @@ def apply(app: App, preview_id: str, trust_imported: bool, yes: bool) -> None:
 @click.command("last-preview", epilog="""\b
 Examples:
   eval "$(localgpt history last-preview)"     # run the last proposed command, your choice
-  localgpt history last-preview --json | jq -r .id
+  localgpt history last-preview --json | jq -r 'select(.type=="preview").id'
 """)
 @json_option
 @pass_app

@@ -11,10 +11,11 @@ import click
 
 from localgpt_cli.cli.answer import answer_flags
 from localgpt_cli.cli.app import App, Finite, json_option, pass_app, provider_option
+from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.retrieval import THETA
-from localgpt_cli.cli.turn import ChatFlags, open_chat, pass_flags
+from localgpt_cli.cli.turn import open_chat, pass_flags
 from localgpt_cli.errors import UsageError
 
 EPILOG = """\b
@@ -26,7 +27,7 @@ Examples:
   localgpt chat -m work:deepseek-chat "hi"  # a [providers.work] profile
   localgpt chat --provider work "hi"        # the same, with its default_model
   localgpt chat -o temperature 0 -o num_ctx 8192 "summarise" < notes.txt
-  localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
+  localgpt chat --json "hi" | jq -j 'select(.type=="token").payload'
   localgpt chat -c "and in Python?"          # continue the latest conversation
   localgpt chat --cid 01JD3 "go on"         # continue a given one (id prefix)
   localgpt chat -T calculator "what is 17% of 2,340?"

@@ -82,13 +82,19 @@ def roff(text: str) -> str:
     return "\n".join(("\\&" + ln) if ln[:1] in (".", "'") else ln for ln in out.splitlines())
 
 
+def _summary(name: str, cmd: click.Command) -> str:
+    """The NAME line's words: the short help without the name in front (not twice)."""
+    short = cmd.get_short_help_str(limit=100).removeprefix(f"{name}: ")
+    return short[:1].upper() + short[1:]
+
+
 def man_page(path: tuple[str, ...], cmd: click.Command) -> str:
     name = "-".join(path)
     ctx = click.Context(cmd, info_name=" ".join(path))
     lines = [
         f'.TH "{name.upper()}" "1" "" "localgpt {__version__}" "localgpt manual"',
         ".SH NAME",
-        f"{roff(name)} \\- {roff(cmd.get_short_help_str(limit=100))}",
+        f"{roff(name)} \\- {roff(_summary(name, cmd))}",
         ".SH SYNOPSIS",
         f".B {roff(' '.join(path))}",
         roff(" ".join(cmd.collect_usage_pieces(ctx))),

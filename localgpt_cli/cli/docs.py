@@ -15,7 +15,7 @@ from localgpt_cli.cli.kb import (
     resolve_document,
 )
 from localgpt_cli.render.docs import print_chunks
-from localgpt_cli.render.tables import display_path, human_size, print_table
+from localgpt_cli.render.tables import chunks, display_path, human_size, print_table, when
 
 EPILOG = """\b
 Examples:
@@ -69,7 +69,8 @@ def _document_rows(app: App) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["path"])
 
 
-@docs.command("list", epilog="Example:\n\n  localgpt docs list --json | jq -r .path")
+@docs.command("list", epilog="Example:\n\n  localgpt docs list --json | jq -r "
+              "'select(.type==\"document\").path'")
 @collection_options
 @json_option
 @pass_app
@@ -84,7 +85,7 @@ def list_cmd(app: App) -> None:
         [
             (r["document_id"] or "-")[:12], display_path(r["path"]), r["doc_type"] or "",
             r["chunks"], r["status"] + (f" ({r['pending']})" if r["pending"] else ""),
-            (r["ingested_at"] or "")[:19].replace("T", " "),
+            when(app.output, r["ingested_at"]),
         ]
         for r in rows
     ]  # fmt: skip
@@ -97,7 +98,8 @@ def list_cmd(app: App) -> None:
     )
 
 
-@docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r .text")
+@docs.command("show", epilog="Example:\n\n  localgpt docs show notes/vpn.md --json | jq -r "
+              "'select(.type==\"chunk\").text'")
 @click.argument("ref", metavar="ID|PATH")
 @collection_options
 @json_option
@@ -119,8 +121,9 @@ def show_cmd(app: App, ref: str) -> None:
 
 
 @docs.command("rm", epilog="Examples:\n\n\b\n  localgpt docs rm notes/old.md 3f2a9c\n"
-              "  localgpt docs list --json | jq -r 'select(.path|startswith(\"/tmp/\"))"
-              ".document_id' | xargs -r localgpt docs rm -y")  # fmt: skip
+              "  localgpt docs list --json | jq -r 'select(.type==\"document\" and "
+              "(.path|startswith(\"/tmp/\"))).document_id' "
+              "| xargs -r localgpt docs rm -y")  # fmt: skip
 @click.argument("refs", nargs=-1, required=True, metavar="ID|PATH...")
 @yes_option
 @click.option("--wait-lock", type=Finite(min=0), default=0, metavar="SECONDS",
@@ -148,7 +151,7 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
     if not yes:
         for doc_id, path in targets.items():
             app.output.stderr.write(f"  {doc_id[:12]}  {display_path(path)} "
-                                    f"({counts.get(doc_id, 0)} chunks)\n")  # fmt: skip
+                                    f"({chunks(counts.get(doc_id, 0))})\n")  # fmt: skip
         if not ask(app, f"Remove {len(targets)} {noun}?"):
             return
     with locked(settings.db_uri, settings.home_dir, settings.collection, wait_lock) as library:
@@ -157,10 +160,11 @@ def rm_cmd(app: App, refs: tuple[str, ...], yes: bool, wait_lock: float) -> None
         if app.output.json:
             app.output.record(document_event("removed", path, doc_id, chunks=counts.get(doc_id, 0)))
         else:
-            app.output.info(f"removed {display_path(path)} ({counts.get(doc_id, 0)} chunks)")
+            app.output.info(f"removed {display_path(path)} ({chunks(counts.get(doc_id, 0))})")
 
 
-@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq .health")
+@docs.command("stats", epilog="Example:\n\n  localgpt docs stats --json | jq "
+              "'select(.type==\"stats\").health'")
 @collection_options
 @json_option
 @pass_app

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 EPILOG = """\b
 Examples:
   localgpt history                        # same as: localgpt history list
-  localgpt history -n 5 --json | jq -r .id
+  localgpt history -n 5 --json | jq -r 'select(.type=="conversation").id'
   localgpt history show latest
   localgpt history show 01JD3X4A --thinking
   localgpt history search "vpn timeout"
@@ -163,7 +163,8 @@ def show_cmd(app: App, conversation: str, thinking: bool) -> None:
 @history.command(
     "search",
     epilog="\b\nExamples:\n  localgpt history search vpn timeout\n"
-    "  localgpt history search -n 5 --json -- \"-ENOSPC\" | jq -r .conversation_id",
+    "  localgpt history search -n 5 --json -- \"-ENOSPC\" | jq -r "
+    "'select(.type==\"search_hit\").conversation_id'",
 )
 @click.argument("text", nargs=-1, required=True)
 @_limit_option

@@ -24,6 +24,7 @@ from localgpt_cli.errors import (
     EXIT_PIPE,
     EXIT_USAGE,
     LocalGPTError,
+    UsageError,
 )
 
 BUG_HINT = "This is a bug in localgpt: run again with --debug and report the traceback."
@@ -95,7 +96,7 @@ EPILOG = """\b
 Examples:
   localgpt chat "what does ENOSPC mean?"
   git diff | localgpt chat "write a commit message"
-  localgpt chat --json "hi" | jq -r 'select(.type=="token").payload'
+  localgpt chat --json "hi" | jq -j 'select(.type=="token").payload'
   localgpt models
   localgpt config
 
@@ -166,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code if exc.exit_code != 1 else EXIT_USAGE
+        if app.output.json or _asks_json(sys.argv[1:] if argv is None else argv):
+            _usage_record(app, exc)
     except click.exceptions.Abort:
         sys.stderr.write("\nlocalgpt: interrupted\n")
         code = EXIT_INTERRUPTED
@@ -189,6 +192,22 @@ def main(argv: list[str] | None = None) -> None:
     if argv is None:  # the process's own command, not a call from a test's process
         _exiting(code)
     sys.exit(code)
+
+
+def _asks_json(args: list[str]) -> bool:
+    """Whether `--json` is among the options: a parser error can stop click before the
+    flag's own callback ran (an unknown flag, a bad value before it)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def _usage_record(app: App, exc: click.ClickException) -> None:
+    """The parser's error as an `error` record on stdout, as every other error is in
+    --json mode (click has already written its usage text to stderr)."""
+    record = {"type": "error", "code": UsageError.code, "message": exc.format_message(),
+              "retryable": False}  # fmt: skip
+    with contextlib.suppress(BrokenPipeError):
+        app.output.record(record)
 
 
 def _flush_stdout(code: int) -> int:

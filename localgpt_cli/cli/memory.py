@@ -19,7 +19,7 @@ Examples:
   localgpt memory add "we deploy with Ansible, never by hand"
   localgpt memory add -C papers "cite papers by first author and year"
   localgpt memory                        # same as: localgpt memory list
-  localgpt memory list -C papers --json | jq -r .text
+  localgpt memory list -C papers --json | jq -r 'select(.type=="memory").text'
   localgpt memory rm 01JD3X4A
 
 \b
@@ -49,15 +49,49 @@ def memory(ctx: click.Context) -> None:
 @click.argument("text", nargs=-1, required=True)
 @click.option("-C", "--collection", metavar="NAME",
               help="Only for chats on this collection (default: every chat).")
+@click.option("--important", is_flag=True,
+              help="Keep it first when the facts pass their share of the prompt "
+                   "(also marks a fact already stored).")
 @json_option
 @pass_app
-def add_cmd(app: App, text: tuple[str, ...], collection: str | None) -> None:
+def add_cmd(app: App, text: tuple[str, ...], collection: str | None, important: bool) -> None:
     """Add a fact (the words of TEXT, joined). The same fact twice is stored once."""
-    fact, new = _store(app, write=True).add(" ".join(text), collection or None)
+    store = _store(app, write=True)
+    fact, new = store.add(" ".join(text), collection or None, important)
     print_facts(app.output, [fact], status="added" if new else "exists")
+    _check_share(app, store, collection or app.settings.collection)
 
 
-@memory.command("list", epilog="Example:\n\n  localgpt memory list --json | jq -r .text")
+def _check_share(app: App, store: ProjectMemory, collection: str) -> None:
+    """Warn when the facts a chat on `collection` gets pass their share of the prompt:
+    with the default model's context when the model cache knows it (no server is asked),
+    else with Ollama's default 4,096 tokens."""
+    from localgpt_cli.config import cache_dir
+    from localgpt_cli.kernel.context import SERVER_DEFAULT_CTX, prompt_budget
+    from localgpt_cli.kernel.facts import RM_HINT, MemoryFact, fit_facts
+    from localgpt_cli.kernel.memory import memory_settings
+    from localgpt_cli.llm.catalog import cached_context
+
+    settings = app.settings
+    share = memory_settings(settings.values, settings.sources).project_share
+    facts = [MemoryFact(f.text, f.important) for f in store.facts_for(collection)]
+    model = str(settings.values["model"])
+    known = cached_context(cache_dir() / "models.json", model)
+    context = known or SERVER_DEFAULT_CTX
+    fit = fit_facts(facts, prompt_budget(context, {}), share)
+    if fit.left_out:
+        window = (f"the {context:,}-token context of {model}" if known else
+                  f"a {context:,}-token context (Ollama's default)")
+        app.output.warn("project_memory_budget", (
+            f"project memory for chats on {collection!r} now takes ~{fit.total:,} tokens, over "
+            f"its share (memory.project_share = {share:g}) of the prompt with {window}, "
+            f"~{fit.room:,} tokens: such a chat leaves out {fit.left_out:,} of its "
+            f"{len(facts):,} facts, the oldest unimportant ones. {RM_HINT[0].upper()}"
+            f"{RM_HINT[1:]}, or raise memory.project_share."))
+
+
+@memory.command("list", epilog="Example:\n\n  localgpt memory list --json | jq -r "
+                "'select(.type==\"memory\").text'")
 @click.option("-C", "--collection", metavar="NAME",
               help="Only the facts a chat on this collection gets (global and its own).")
 @json_option

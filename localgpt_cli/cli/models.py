@@ -14,7 +14,7 @@ from localgpt_cli.render.tables import human_size, print_table
 EPILOG = """\b
 Examples:
   localgpt models                      # same as: localgpt models list
-  localgpt models --json | jq -r .name
+  localgpt models --json | jq -r 'select(.type=="model").name'
   localgpt models show qwen3
   localgpt models show -p work deepseek-chat
   localgpt models ps
@@ -101,7 +101,8 @@ def list_providers(app: App, refresh: bool) -> list[tuple[str, ModelSummary]]:
     return listed
 
 
-@models.command("show", epilog="Example:\n\n  localgpt models show qwen3 --json | jq .capabilities")
+@models.command("show", epilog="Example:\n\n  localgpt models show qwen3 --json | jq "
+                "'select(.type==\"model_info\").capabilities'")
 @click.argument("name")
 @provider_option
 @json_option

@@ -15,14 +15,14 @@ from localgpt_cli.render.search import print_hits, print_query_hits
 EPILOG = """\b
 Examples:
   localgpt search "vpn setup"
-  localgpt search -k 3 --json "vpn setup" | jq -r .path
+  localgpt search -k 3 --json "vpn setup" | jq -r 'select(.type=="hit").path'
   localgpt search --mode keyword "ECONNREFUSED"
   localgpt search --type pdf --path '*/papers/*' "boundary layer"
   localgpt search -C code --doc 3f2a9c "retry backoff"
   localgpt search --rerank-model rr:bge-reranker-v2-m3 --theta 0.3 "vpn keys"
   localgpt search --queries questions.txt -k 10 --json    # one process, many queries
   localgpt search --provider work "vpn setup"  # the collection's work:MODEL embeds it
-  printf 'vpn\\nbackup\\n' | localgpt search --queries - --json | jq -r '[.query_id,.path]|@tsv'
+  printf 'vpn\\nbackup\\n' | localgpt search --queries - --json | jq -r 'select(.type=="hit")|[.query_id,.path]|@tsv'
 
 \b
 hybrid (default) fuses vector and full-text results by reciprocal rank; it falls back to
@@ -30,7 +30,8 @@ keyword search, with a warning, when Ollama is down or the collection has no emb
 --threshold is a cosine similarity (0 to 1) on the vector side: in vector mode every hit
 must reach it; in hybrid mode a passage found only by its vector must, while one the
 keyword side also found is kept; keyword mode (BM25 scores) does not use it. Its default
-depends on the embedding model.
+depends on the embedding model. A hit's score is the one that ranked it: a terminal names
+it (rerank, fused, bm25 or cosine) with the cosine beside it; --json has all in `scores`.
 
 \b
 Every search runs the fast path: the local reranker re-scores the first 40 candidates
@@ -48,7 +49,7 @@ provider_rerank, gate.
 --queries FILE reads one query per line: plain text (its id is the line number) or
 JSON {"id": "...", "text": "..."}; every hit record then carries its query_id. A line that
 does not parse stops the run (exit 6) before anything is searched.
-"""
+"""  # noqa: E501 (a recipe pasted whole; tests/test_jq_recipes.py runs it)
 
 
 @click.command(epilog=EPILOG)
@@ -94,8 +95,10 @@ def search(
     from localgpt_cli.cli.retrieval import query_collection, resolve_theta
     from localgpt_cli.errors import UsageError
 
-    if (query is None) == (queries_file is None):
-        raise click.UsageError("Give either a QUERY or --queries FILE (not both).")
+    if query is None and queries_file is None:
+        raise click.UsageError("Nothing to search for: give a QUERY or --queries FILE.")
+    if query is not None and queries_file is not None:
+        raise click.UsageError("Give a QUERY or --queries FILE, not both.")
     if query is not None and not query.strip():
         raise UsageError(
             "Nothing to search for: the query is empty.",

@@ -14,7 +14,7 @@ EPILOG = """\b
 Examples:
   localgpt tools                         # same as: localgpt tools list
   localgpt tools --functions mytools.py  # include the functions of a file
-  localgpt tools show calculator --json | jq .parameters
+  localgpt tools show calculator --json | jq 'select(.type=="tool").parameters'
 """
 
 _functions = click.option(
@@ -44,7 +44,8 @@ def _record(tool: Any, why: str | None) -> dict[str, Any]:
     return describe(tool) | {"available": why is None, "note": _note(why)}
 
 
-@tools.command("list", epilog="Example:\n\n  localgpt tools list --json | jq -r .name")
+@tools.command("list", epilog="Example:\n\n  localgpt tools list --json | jq -r "
+               "'select(.type==\"tool\").name'")
 @_functions
 @json_option
 @pass_app

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.cli.app import App
+from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageError
 
 if TYPE_CHECKING:
@@ -23,48 +24,6 @@ if TYPE_CHECKING:
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.request import Toolbox, TurnRequest
-
-
-@dataclass(frozen=True)
-class ChatFlags:
-    """`localgpt chat`'s flags as click parsed them, one typed object instead of 23
-    parameters. The field names are click's parameter names (`pass_flags` builds this
-    from them), so an option added to the command is a field added here."""
-
-    prompt: tuple[str, ...]
-    model: str | None
-    system: str | None
-    options: tuple[tuple[str, str], ...]  # -o KEY VALUE, parsed by llm/options.py
-    think: bool | None
-    hide_thinking: bool
-    no_stream: bool
-    timeout: float | None
-    continue_: bool
-    cid: str | None
-    no_save: bool
-    window: int | None
-    # tools
-    tools: str | None  # --tools GROUPS (None: the tools.groups setting)
-    no_tools: bool
-    only_tools: tuple[str, ...]
-    functions: tuple[str, ...]
-    max_iterations: int
-    approve: bool
-    allow_folders: tuple[str, ...]  # --allow-folder: roots of the file tools for this command
-    # the knowledge base
-    rag: bool | None
-    k: int
-    threshold: float | None
-    theta: float | None
-    collection: str | None
-    files: tuple[str, ...]
-    lock: bool
-    # the answer pipeline (cli/answer.py)
-    pipeline: str | None
-    reranker: str
-    gate: str
-    condense: bool | None
-    explain: bool
 
 
 def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
@@ -114,6 +73,7 @@ class ChatTurns:
     ) -> TurnRequest:
         """The typed request for one turn: this chat's flags, with the turn's prompt, piped
         text and conversation."""
+        from localgpt_cli.kernel.facts import MemoryFact
         from localgpt_cli.kernel.memory import memory_settings
         from localgpt_cli.kernel.request import TurnRequest
         from localgpt_cli.project_memory import ProjectMemory
@@ -134,8 +94,8 @@ class ChatTurns:
             files=self.files,
             answer=self.answer,
             memory=memory_settings(self.app.settings.values, self.app.settings.sources),
-            project_memory=ProjectMemory(self.app.settings.home_dir).texts_for(
-                self.app.settings.collection),
+            project_memory=[MemoryFact(f.text, f.important) for f in ProjectMemory(
+                self.app.settings.home_dir).facts_for(self.app.settings.collection)],
         )
 
     def run(self, request: TurnRequest) -> TurnOutcome:
@@ -232,6 +192,7 @@ def _history(app: App, flags: ChatFlags, continuing: bool) -> tuple[Store, Conve
     is written); continuing with --no-save copies the stored conversation into memory,
     so the new turns follow it without being added to it.
     """
+    app.save = not flags.no_save
     if not flags.no_save:
         store = app.history()
         assert store is not None

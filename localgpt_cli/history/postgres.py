@@ -110,7 +110,7 @@ class PostgresStore:
         except ImportError:
             raise InvalidInput(
                 f"history.url {where} needs PostgreSQL support, which is not installed.",
-                hint="Install it with: pip install 'localgpt-cli[postgres]'",
+                hint="Install it: pip install -e '.[postgres]' (in the localgpt source folder).",
             ) from None
         from localgpt_cli.history.pg_connect import connect, pg_errors
 

@@ -279,7 +279,9 @@ class AgentLoop:
         preview.id = new_preview_id()
         payload = preview.payload()
         self.state.previews.append(payload)
-        what = {"command": "command; it was not run", "edit": "edit; the file is unchanged"}
+        # `localgpt apply` applies an edit and refuses a command: say only what is true
+        what = {"command": "command; it was not run (only the user can run it)",
+                "edit": f"edit; the file is unchanged (localgpt apply {preview.id} applies "
+                        "it; the user decides)"}  # fmt: skip
         return (f"preview_sent: id {preview.id}. The user was shown the proposed "
-                f"{what.get(preview.kind, preview.kind)} (localgpt apply {preview.id} applies "
-                "an edit; the user decides)."), True, payload
+                f"{what.get(preview.kind, preview.kind)}."), True, payload

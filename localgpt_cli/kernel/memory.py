@@ -35,6 +35,7 @@ from typing import Any
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.kernel.conflicts import FileFacts, facts
 from localgpt_cli.kernel.context import message_tokens
+from localgpt_cli.kernel.facts import DEFAULT_SHARE
 from localgpt_cli.kernel.terms import relevance
 from localgpt_cli.pairing import paired
 
@@ -56,6 +57,7 @@ class MemorySettings:
     recent_turns: int = 4
     half_life_turns: float = 30.0
     half_life_days: float | None = None
+    project_share: float = DEFAULT_SHARE  # of the prompt budget, for project memory's facts
 
 
 @dataclass
@@ -221,16 +223,17 @@ def _score(
     older: Sequence[Episode], scores: Sequence[float], total: int, settings: MemorySettings,
     now: datetime,
 ) -> tuple[list[_Scored], list[tuple[float, int, tuple[Episode, int, float, float]]]]:
-    """The older turns that may be kept, and the faded ones worth reporting (those with
-    a word of the question) as (-score, position, _Scored arguments): only the best
-    DROPPED_SHOWN of a thousand become entries."""
+    """The older turns that may be kept, and the faded ones (with a word of the question
+    or none: a turn left out for zero relevance is still left out, and the report says
+    so) as (-score, position, _Scored arguments): only the best DROPPED_SHOWN of a
+    thousand become entries."""
     eligible: list[_Scored] = []
     faded: list[tuple[float, int, tuple[Episode, int, float, float]]] = []
     for i, (episode, r) in enumerate(zip(older, scores, strict=True)):
         weight = fade(episode, total - i, settings, now)
         if weight * (PRIOR + r) >= MIN_SCORE:
             eligible.append(_Scored(episode, total - i, r, weight))
-        elif r > 0:
+        else:
             faded.append((-weight * (PRIOR + r), i, (episode, total - i, r, weight)))
     return eligible, faded
 
@@ -293,18 +296,6 @@ def _dedup(
     return keep
 
 
-PROJECT_HEADER = (
-    "Project memory: facts the user keeps for this work. They hold unless the user says "
-    "otherwise in this conversation, and they outrank the files, sources and earlier "
-    "turns below."
-)
-
-
-def project_block(facts: Sequence[str]) -> str:
-    """The one system message that carries project memory (`localgpt memory add`)."""
-    return "\n".join([PROJECT_HEADER, *(f"- {fact}" for fact in facts)])
-
-
 def memory_settings(values: dict[str, Any], sources: dict[str, str]) -> MemorySettings:
     """The `memory.*` settings; values that would make no sense are refused, naming where
     they came from."""
@@ -319,4 +310,15 @@ def memory_settings(values: dict[str, Any], sources: dict[str, str]) -> MemorySe
         recent_turns=int(values.get("memory.recent_turns", 4)),
         half_life_turns=float(values.get("memory.half_life_turns", 30.0)),
         half_life_days=values.get("memory.half_life_days"),
+        project_share=_share(values, sources),
     )
+
+
+def _share(values: dict[str, Any], sources: dict[str, str]) -> float:
+    """`memory.project_share`: a fraction of the prompt above 0, at most 1."""
+    share = values.get("memory.project_share", DEFAULT_SHARE)
+    if share is None or not 0 < share <= 1:
+        raise InvalidInput(f"Setting 'memory.project_share' from "
+                           f"{sources.get('memory.project_share', 'default')} must be a "
+                           f"fraction of the prompt above 0 and at most 1, got {share!r}.")
+    return float(share)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.kernel.answer.pipeline import AnswerOptions
 from localgpt_cli.kernel.context import DEFAULT_WINDOW
+from localgpt_cli.kernel.facts import MemoryFact
 from localgpt_cli.kernel.grounding import ContextFile
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, Approve
 from localgpt_cli.kernel.memory import MemorySettings
@@ -48,7 +49,7 @@ class TurnRequest:
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     files: list[ContextFile] = field(default_factory=list)
     memory: MemorySettings = field(default_factory=MemorySettings)
-    project_memory: list[str] = field(default_factory=list)  # facts, right after the system
+    project_memory: list[MemoryFact] = field(default_factory=list)  # right after the system
     answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
 
     def user_content(self, piped: str | None = None) -> str:

@@ -28,6 +28,7 @@ from localgpt_cli.kernel.context import (
     needed_num_ctx,
     prompt_budget,
 )
+from localgpt_cli.kernel.facts import blame, send_facts
 from localgpt_cli.kernel.grounding import Retriever, files_block
 from localgpt_cli.kernel.loop import AgentLoop, holds_local_data
 from localgpt_cli.kernel.memory import episodes, recall
@@ -122,7 +123,7 @@ class Turn:
             info = self.catalog.show(request.model)
             plan = strategy.choose(
                 info, think=request.think, want_tools=bool(self.toolbox and self.toolbox.tools),
-                warn=self.warn,
+                warn=self.warn, retrieving=self.retriever is not None,
             )
             failures = self._retrieve(info)
             messages, options = self._context(info)
@@ -201,7 +202,9 @@ class Turn:
         attached = files_block(request.files, budget, self.warn, self.cuts)
         if self.grounding is not None:
             fit_passages(self.grounding, request.files, budget)
-        pinned = pinned_blocks(request.system, request.project_memory, attached, self.grounding)
+        self.facts = send_facts(request.project_memory, budget, request.memory.project_share,
+                                context_length, request.model, self.warn)
+        pinned = pinned_blocks(request.system, self.facts.texts, attached, self.grounding)
         pinned_tokens = sum(message_tokens(m) for m in pinned)
         self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
         stored: list[Message] = []
@@ -266,12 +269,13 @@ class Turn:
                 f"{cut:,} characters cut from the middle.",
             )
             return request.user_content(text)
+        memory, memory_hint = blame(self.facts, question_tokens, room)
         raise InvalidInput(
             f"the message does not fit the {context_length:,}-token context of {model}: "
             f"the question needs ~{question_tokens:,} tokens and ~{max(room, 0):,} are left "
-            "for it (after the system prompt, files and sources, and room for the answer); "
-            "nothing was sent.",
-            hint="Shorten the question (piped text is cut to fit instead), "
+            f"for it (after the system prompt, {memory}files and sources, and room for the "
+            "answer); nothing was sent.",
+            hint=memory_hint or "Shorten the question (piped text is cut to fit instead), "
             "or raise -o num_ctx if the model allows more.",
         )
 

@@ -23,8 +23,10 @@ class Strategy:
     use_tools: bool
 
 
-def choose(info: ModelInfo, *, think: bool | None, want_tools: bool, warn: Warn) -> Strategy:
-    """Think when asked (or, by default, when the model can); tools only if it can."""
+def choose(info: ModelInfo, *, think: bool | None, want_tools: bool, warn: Warn,
+           retrieving: bool = False) -> Strategy:  # fmt: skip
+    """Think when asked (or, by default, when the model can); tools only if it can. The
+    warning mentions retrieved documents only when the turn retrieves (not --no-rag)."""
     if think is None:
         think_setting: bool | None = True if info.can_think else None
     elif think and not info.can_think:
@@ -39,7 +41,7 @@ def choose(info: ModelInfo, *, think: bool | None, want_tools: bool, warn: Warn)
     if want_tools and not info.can_use_tools:
         warn(
             "tools_unsupported",
-            f"{info.name} cannot call tools; answering without them "
-            "(retrieved documents still reach it).",
+            f"{info.name} cannot call tools; answering without them"
+            + (" (retrieved documents still reach it)." if retrieving else "."),
         )
     return Strategy(think=think_setting, use_tools=use_tools)

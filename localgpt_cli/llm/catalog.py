@@ -27,6 +27,17 @@ def canonical(model: str) -> str:
     return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
 
 
+def cached_context(cache_path: Path, model: str) -> int | None:
+    """The context length the cache last saw for `model`, asking no server: `memory add`
+    sizes its warning with it. None when the model was never shown."""
+    try:
+        entry = json.loads(cache_path.read_text()).get("show", {}).get(canonical(model))
+        length = entry["info"]["context_length"]
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+    return length if isinstance(length, int) and length > 0 else None
+
+
 class ModelCatalog:
     """Cached /api/tags and /api/show for one host."""
 
@@ -34,6 +45,7 @@ class ModelCatalog:
         self.client = client
         self.cache_path = cache_path
         self.ttl = ttl
+        self.save = True  # False: read the cache, write nothing (`chat --no-save`)
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -48,6 +60,8 @@ class ModelCatalog:
         return f"{self.client.host} {getattr(self.client, 'capabilities', None)}"
 
     def _save(self, data: dict[str, Any]) -> None:
+        if not self.save:
+            return
         data["host"] = self._identity()
         try:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)

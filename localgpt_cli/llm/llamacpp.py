@@ -33,7 +33,9 @@ from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 if TYPE_CHECKING:
     from localgpt_cli.llm.provider import Provider
 
-INSTALL = "pip install 'localgpt-cli[llamacpp]'"
+# localgpt is not on PyPI: an extra is installed from the source folder.
+INSTALL = ("pip install -e '.[llamacpp]' (in the localgpt source folder; it builds llama.cpp, "
+           "see the README's Development section for the CMAKE_ARGS some CPUs need)")
 DEFAULT_CONTEXT = 4096
 
 

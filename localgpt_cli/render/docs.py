@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from localgpt_cli.render.tables import chunks as count_chunks
 from localgpt_cli.render.tables import display_path
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ def print_chunks(output: Output, doc_id: str, path: str, chunks: Sequence[Any]) 
         from rich.markup import escape  # a path or heading may hold `[...]`
 
         console = output.console()
-        console.print(f"[bold]{escape(display_path(path))}[/]  {doc_id}  {len(chunks)} chunks")
+        header = f"[bold]{escape(display_path(path))}[/]  {doc_id}  {count_chunks(len(chunks))}"
+        console.print(header)
         for c in chunks:
             console.print(f"\n[cyan]chunk {c.ordinal}[/]  [dim]{escape(_where(c))}[/]")
             console.print(c.text, markup=False, highlight=False)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from localgpt_cli.render.tables import local_time
 
 if TYPE_CHECKING:
     from localgpt_cli.history.types import ConversationSummary, SearchHit
@@ -25,12 +27,6 @@ _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
 def title(text: str | None) -> str:
     """A conversation's title, or `(untitled)` for one that has none yet."""
     return text if text else "(untitled)"
-
-
-def local_time(stamp: str) -> str:
-    """An ISO UTC stamp as local wall-clock time to the minute, for people."""
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def print_conversations(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from localgpt_cli.render.tables import display_path
+from localgpt_cli.render.tables import chunks, display_path
 
 if TYPE_CHECKING:
     from localgpt_cli.render.output import Output
@@ -73,13 +73,14 @@ class IngestView:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("files  {task.fields[chunks]} chunks"),
+            TextColumn("files  {task.fields[chunks]}"),
             TimeRemainingColumn(),
             console=self.out.console(),
             transient=True,
         )
         self.progress.start()
-        self.task = self.progress.add_task("ingesting", total=plan["to_process"], chunks=0)
+        self.task = self.progress.add_task("ingesting", total=plan["to_process"],
+                                           chunks=chunks(0))
 
     def _advance(self, event: dict[str, Any]) -> None:
         if self.progress is None:
@@ -87,7 +88,8 @@ class IngestView:
         self.chunks += event.get("chunks", 0)
         if event.get("phase") == "optimizing":
             self.progress.update(self.task, description="optimizing")
-        self.progress.update(self.task, advance=event.get("files", 0), chunks=self.chunks)
+        self.progress.update(self.task, advance=event.get("files", 0),
+                             chunks=chunks(self.chunks))
 
     def _line(self, event: dict[str, Any]) -> str:
         verb = event["status"] if not self.dry_run else f"would be {event['status']}"
@@ -117,7 +119,7 @@ def summary_line(s: dict[str, Any]) -> str:
     parts = [f"{s[k]} {k}" for k in ("added", "updated", "moved", "removed", "failed") if s[k]]
     parts.append(f"{s['unchanged']} unchanged")
     if s["pending_embeddings"]:
-        parts.append(f"{s['pending_embeddings']} chunks pending embeddings")
+        parts.append(f"{chunks(s['pending_embeddings'])} pending embeddings")
     head = "Dry run: would be " if s["dry_run"] else ""
-    tail = f" ({s['chunks']} chunks, {s['embedded']} embedded, {s['ms'] / 1000:.1f} s)"
+    tail = f" ({chunks(s['chunks'])}, {s['embedded']} embedded, {s['ms'] / 1000:.1f} s)"
     return head + ", ".join(parts) + ("" if s["dry_run"] else tail)

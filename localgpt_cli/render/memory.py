@@ -7,7 +7,7 @@ from typing import IO, Any
 
 from localgpt_cli.project_memory import Fact
 from localgpt_cli.render.output import Output
-from localgpt_cli.render.tables import print_table
+from localgpt_cli.render.tables import print_table, when
 
 
 def print_facts(output: Output, facts: Sequence[Fact], status: str | None = None) -> None:
@@ -19,13 +19,18 @@ def print_facts(output: Output, facts: Sequence[Fact], status: str | None = None
         return
     if status is not None:
         for fact in facts:
-            scope = fact.collection or "global"
+            scope = _scope(fact)
             output.stdout.write(f"{status} {fact.id}  ({scope})  {fact.text}\n")
         output.stdout.flush()
         return
-    rows = [[f.id, f.collection or "global", f.created_at[:16].replace("T", " "), f.text]
+    rows = [[f.id, _scope(f), when(output, f.created_at), f.text]
             for f in facts]  # fmt: skip
     print_table(output, ["ID", "SCOPE", "ADDED", "TEXT"], rows)
+
+
+def _scope(fact: Fact) -> str:
+    scope = fact.collection or "global"
+    return f"{scope}, important" if fact.important else scope
 
 
 def _turn(entry: dict[str, Any]) -> str:

@@ -70,6 +70,24 @@ def _plain(hit: Any) -> str:
     return f"{hit.rank}\t{hit.score:.4f}\t{_location(hit)}\t{text}"
 
 
+# The scores a hit may carry (`scores` in --json), in the order the search computes them.
+SCORE_NAMES = {"vector": "cosine", "bm25": "bm25", "fused": "fused", "rerank": "rerank"}
+
+
+def score_label(hit: Any) -> str:
+    """The ranking score named (`rerank 1.320`: a reranker's is not a cosine), and the
+    cosine beside it when the vector side found the passage: that is the score
+    --threshold compares."""
+    scores = hit.extra.get("scores") or {}
+    name = next((label for key, label in reversed(SCORE_NAMES.items())
+                 if isinstance(scores.get(key), (int, float))
+                 and abs(scores[key] - hit.score) < 1e-6), "score")  # fmt: skip
+    text = f"{name} {hit.score:.3f}"
+    if name != "cosine" and isinstance(scores.get("vector"), (int, float)):
+        text += f" · cosine {scores['vector']:.3f}"
+    return text
+
+
 def _location(hit: Any) -> str:
     path = display_path(hit.path)
     if hit.page is not None:
@@ -93,7 +111,7 @@ def _pretty(out: Output, hits: Sequence[Any], query: str) -> None:
     for hit in hits:
         head = Text()
         head.append(f"{hit.rank:>2}. ", style="bold")
-        head.append(f"{hit.score:.3f}  ", style="dim")
+        head.append(f"{score_label(hit)}  ", style="dim")
         head.append(_location(hit), style="cyan")
         if hit.heading:
             head.append(f"  {hit.heading}", style="dim")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from localgpt_cli.render.output import Output
@@ -19,6 +20,25 @@ from localgpt_cli.render.output import Output
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f-\x9f"\\\udc80-\udcff]')
 _ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
             "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}  # fmt: skip
+
+
+def local_time(stamp: str) -> str:
+    """An ISO UTC stamp as local wall-clock time to the minute, for people."""
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def when(output: Output, stamp: str | None) -> str:
+    """A time in a table, one way for every command: local time to the minute on a
+    terminal, the stored ISO UTC stamp in a pipe (what a script can parse)."""
+    if not stamp:
+        return ""
+    return local_time(stamp) if output.pretty else stamp
+
+
+def chunks(n: int) -> str:
+    """`1 chunk`, `2 chunks`: a count as a sentence says it."""
+    return f"{n:,} chunk" + ("" if n == 1 else "s")
 
 
 def quote_path(path: str) -> str:
@@ -93,7 +113,9 @@ def print_table(
             show_header=header, header_style="bold", box=None, pad_edge=False, title=title
         )
         for h in headers:
-            table.add_column(h, overflow="fold")
+            # words wrap whole; one too long for its column (a path) is cut with an ellipsis,
+            # never split across lines mid-word
+            table.add_column(h, overflow="ellipsis")
         for row in rows:
             table.add_row(*("" if v is None else str(v) for v in row))
         output.console().print(table)

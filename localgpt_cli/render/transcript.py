@@ -12,7 +12,8 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from localgpt_cli.render.history import local_time, title
+from localgpt_cli.render.history import title
+from localgpt_cli.render.tables import local_time
 
 if TYPE_CHECKING:
     from localgpt_cli.history.types import Conversation, Message

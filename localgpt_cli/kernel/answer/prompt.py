@@ -20,8 +20,8 @@ from typing import Any
 
 from localgpt_cli.kernel.answer.stage import PipelineState
 from localgpt_cli.kernel.context import estimate_tokens
+from localgpt_cli.kernel.facts import project_block
 from localgpt_cli.kernel.grounding import CITE_INSTRUCTION, ContextFile, sources_block
-from localgpt_cli.kernel.memory import project_block
 from localgpt_cli.rag.types import citation
 
 SOURCES_SHARE = 0.4  # at most this share of the prompt budget goes to retrieved passages
