@@ -270,5 +270,10 @@ def test_a_server_killed_mid_answer_is_exit_3_and_says_so_in_done(fault_server, 
     assert code == 3 and done["message_id"] is None
     assert done["store_error"]["code"] == "history_unreachable"
     assert "the answer was not stored" in one_line(err)
+    # the exit code's error is an `error` packet too, as every --json error is (before:
+    # only done.store_error said it, and `select(.type=="error")` found nothing)
+    error = packets[-2]
+    assert error["type"] == "error" and error["payload"]["code"] == "history_unreachable"
+    assert error["payload"]["message"].startswith("the answer was not stored: ")
     fault_server.start()
     assert counts(fault_db) == (conversations + 1, messages + 1)
