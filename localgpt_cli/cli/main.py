@@ -164,7 +164,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        from localgpt_cli.render.terminal import guard
+
+        exc.show(file=guard(sys.stderr))  # it quotes what was typed: shown, never obeyed
         code = exc.exit_code if exc.exit_code != 1 else EXIT_USAGE
     except click.exceptions.Abort:
         sys.stderr.write("\nlocalgpt: interrupted\n")
