@@ -270,5 +270,31 @@ def test_a_server_killed_mid_answer_is_exit_3_and_says_so_in_done(fault_server, 
     assert code == 3 and done["message_id"] is None
     assert done["store_error"]["code"] == "history_unreachable"
     assert "the answer was not stored" in one_line(err)
+    # the exit code's error is an `error` packet too, as every --json error is (before:
+    # only done.store_error said it, and `select(.type=="error")` found nothing)
+    error = packets[-2]
+    assert error["type"] == "error" and error["payload"]["code"] == "history_unreachable"
+    assert error["payload"]["message"].startswith("the answer was not stored: ")
     fault_server.start()
     assert counts(fault_db) == (conversations + 1, messages + 1)
+
+
+def test_without_json_a_lost_answer_is_one_line_on_stderr(fault_server, fault_db, standin):
+    """The plain renderer says the error from its packet, and nothing says it twice."""
+    slow_answer(standin)
+    proc = subprocess.Popen(localgpt("chat", "a new question"), cwd=ROOT,
+                            env=env_for(fault_db), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdout is not None
+    seen, give_up = b"", time.monotonic() + 60
+    while b"piece0" not in seen and time.monotonic() < give_up:
+        seen += os.read(proc.stdout.fileno(), 4096) or b""
+    Faults(fault_server).kill()
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        fault_server.start()
+    assert proc.returncode == 3, err
+    line = one_line(err.decode())
+    assert line.startswith("localgpt: error: the answer was not stored: "), line
+    assert (seen + out).decode().startswith("piece0 ")

@@ -274,3 +274,34 @@ def test_served_refuses_an_unknown_model_or_a_bad_key(served, isolated_env, monk
         r = localgpt("chat", "-m", "no-such-model", "hi", deadline=10)
         assert r.returncode == 4 and "'no-such-model'" in one_line(r.stderr), r.stderr
     assert messages(isolated_env) == before
+
+
+# -- the abandoned reader: its connection is closed, not left to the server ----------------
+
+
+def _open_connections(port: int) -> int:
+    """Established TCP connections from this host to 127.0.0.1:`port` (/proc/net/tcp)."""
+    with open("/proc/net/tcp") as table:
+        rows = [line.split() for line in table.read().splitlines()[1:]]
+    return sum(1 for row in rows if row[3] == "01" and int(row[2].split(":")[1], 16) == port)
+
+
+@pytest.mark.parametrize("wire", ["openai", "ollama"])
+def test_an_expired_stream_of_keepalives_closes_its_connection(isolated_env, wire):
+    """Before: the OpenAI reader dropped SSE comments without looking up, so after the
+    deadline it went on reading keep-alives for as long as the server sent them, holding
+    the connection (and, on a real server, the request) open: in the REPL for ever."""
+    from localgpt_cli.errors import OllamaTimeout
+    from localgpt_cli.llm.ollama import OllamaClient
+    from localgpt_cli.llm.openai import OpenAIProvider
+
+    with Misbehaving("keepalive", every=0.3) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        provider = (OpenAIProvider(server.url + "/v1", timeout=2) if wire == "openai"
+                    else OllamaClient(server.url, timeout=2))  # fmt: skip
+        with pytest.raises(OllamaTimeout, match="within 2 s"):
+            list(provider.chat_stream(MODEL, [{"role": "user", "content": "hi"}]))
+        end = time.monotonic() + 15
+        while _open_connections(port) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert _open_connections(port) == 0

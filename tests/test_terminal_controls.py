@@ -172,3 +172,13 @@ def test_in_tmux_the_title_and_colours_stay_as_they_were(standin, tmp_path: Path
     assert "PWNED" not in title and "OWNED" not in title
     assert b"\x1b[31m" not in screen and b"\x1b[32m" not in screen
     assert b"^[]2;PWNED" in screen and b"^[[31mRED" in screen
+
+
+def test_a_usage_error_shows_the_arguments_controls(isolated_env) -> None:
+    """click's own messages quote what was typed, or pasted: before, `config get` with a
+    pasted log line wrote it to the terminal raw ("Got unexpected extra arguments (…)")."""
+    code, screen = run_on_pty(["config", "get", "x\x1b]0;USAGE\x07 \u009b2J"],
+                              env={"NO_COLOR": "1"})
+    assert code == 2, screen
+    assert_only_our_styling(screen)
+    assert b"x^[]0;USAGE^G <U+009B>2J" in text_of(screen)

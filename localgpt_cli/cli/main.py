@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        from localgpt_cli.render.terminal import guard
+
+        exc.show(file=guard(sys.stderr))  # it quotes what was typed: shown, never obeyed
         code = exc.exit_code if exc.exit_code != 1 else EXIT_USAGE
         if app.output.json or _asks_json(sys.argv[1:] if argv is None else argv):
             _usage_record(app, exc)

@@ -260,13 +260,14 @@ def _network_approval(name: str, arguments: dict[str, Any]) -> bool | None:
     """Ask on the terminal before a tool sends data off the machine in a turn that has
     read local files; None when there is no terminal to ask on (the call is refused)."""
     from localgpt_cli.render.chat import tool_line
+    from localgpt_cli.render.terminal import visible
 
     try:
         tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115 - closed below
     except OSError:
         return None
-    with tty:
-        tty.write(f"This turn has read local files. Send {tool_line(name, arguments)} off "
+    with tty:  # the model chose the arguments: shown, never obeyed
+        tty.write(f"This turn has read local files. Send {visible(tool_line(name, arguments))} off "
                   "this machine? [y/N] ".encode())
         answer = tty.readline().decode(errors="replace").strip().lower()
     return answer in ("y", "yes")

@@ -128,7 +128,9 @@ class ChatTurns:
             raise
         renderer.close()
         if turn.store_error is not None:  # shown, not stored: exit with the history's code
-            sys.stderr.write(f"localgpt: error: the answer was not stored: {turn.store_error}\n")
+            if app.output.json:  # the renderer said it otherwise (its `error` packet)
+                app.output.stderr.write(f"localgpt: error: the answer was not stored: "
+                                        f"{turn.store_error}\n")
             return TurnOutcome(turn.store_error.exit_code, turn.conversation_id)
         if turn.error is not None:
             if app.output.json:

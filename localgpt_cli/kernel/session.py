@@ -107,7 +107,7 @@ class Turn:
         if self.finished:
             return []
         out = self.normalizer.finish() if self.normalizer else []
-        out.append(self._done("aborted"))
+        out.extend(self._done("aborted"))
         return out
 
     @property
@@ -145,7 +145,7 @@ class Turn:
                 on_message=self._store_step, warn=self.warn,
             )
             yield from self.loop.run(messages)
-            yield self._done(self.loop.state.reason)
+            yield from self._done(self.loop.state.reason)
         except LocalGPTError as exc:
             if isinstance(exc, ModelNotFound) and not exc.hint:
                 exc = self.catalog.not_found(request.model)
@@ -153,7 +153,7 @@ class Turn:
             if self.normalizer:
                 yield from self.normalizer.finish()
             yield self.factory.error(exc.code, str(exc), exc.retryable)
-            yield self._done("error")
+            yield from self._done("error")
 
     def _retrieve(self, info: ModelInfo) -> list[str]:
         """Ground the question (kernel/answer/): a retrieval failure costs only the sources;
@@ -335,7 +335,9 @@ class Turn:
         )
         self.message_id = message.id
 
-    def _done(self, reason: str) -> StreamPacket:
+    def _done(self, reason: str) -> list[StreamPacket]:
+        """The turn stored, then `done`; an answer that could not be stored is also an
+        `error` packet before it, as every error a command exits with is in --json."""
         self.finished = True
         state = self.loop.state if self.loop else None
         first = state.first_packet_at if state else None
@@ -347,7 +349,10 @@ class Turn:
             self._persist(reason, timings)
         except LocalGPTError as exc:  # the store already tried again (postgres.py)
             self.store_error, self.error = exc, self.error or exc  # said in `done`, exit code
-        return self.factory.done(
+        failed = self.store_error
+        owed = [] if failed is None else [self.factory.error(
+            failed.code, f"the answer was not stored: {failed}", failed.retryable)]
+        return [*owed, self.factory.done(
             reason,
             model=self.request.model,
             provider=self.request.provider,
@@ -364,4 +369,4 @@ class Turn:
             grounded=grounded(self.grounding),
             files=self.toolbox.files if self.toolbox else None,
             store_error=self.store_error.to_payload() if self.store_error else None,
-        )
+        )]

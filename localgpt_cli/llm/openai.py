@@ -285,13 +285,16 @@ class OpenAIProvider:
         return body
 
     def _events(self, body: dict[str, Any], model: str) -> Iterator[dict[str, Any] | None]:
-        """The stream's `data:` events as JSON (None for `[DONE]`), on the reader thread."""
+        """The stream's `data:` events as JSON (None for `[DONE]`), on the reader thread;
+        a comment is an empty event, so a reader abandoned at the deadline stops there."""
         import orjson
 
         with self.request("POST", "/chat/completions", body, model, stream=True) as response:
             for line in complete_lines(response.iter_bytes()):
                 if not line.startswith(b"data:"):
-                    continue  # blank separators, comments, `event:` lines
+                    if line.startswith(b":"):  # a keep-alive: moves nothing, lets paced look
+                        yield {}
+                    continue  # blank separators, `event:` lines
                 data = line[5:].strip()
                 if data == b"[DONE]":
                     yield None

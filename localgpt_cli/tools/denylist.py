@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +29,9 @@ PRIVATE_KEY_HEADER = re.compile(
     rb"(?:\xef\xbb\xbf)?\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
 )
 HEAD_BYTES = 1024  # what is read of a file to look at how it starts
+# Files looked at, at most, to learn which credentials have hard links (~/.kube's cache
+# can hold thousands; the credentials themselves sit at the top of their folders).
+LINK_WALK_LIMIT = 5000
 
 
 def _real(path: str | Path) -> Path:
@@ -36,6 +40,12 @@ def _real(path: str | Path) -> Path:
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
+
+
+def _folded(path: Path) -> Path:
+    """`path` in small letters: the rules hold whatever the case (`ID_RSA`, `.ENV`), and on
+    a case-insensitive disk (macOS's default) `~/.SSH/id_rsa` is the key itself."""
+    return Path(str(path).casefold())
 
 
 class DenyList:
@@ -56,6 +66,7 @@ class DenyList:
         self.own = tuple(_real(p) for p in own)
         self.deny = tuple(os.path.expanduser(p) for p in deny)
         self.allow = tuple(_real(p) for p in allow)
+        self._linked: dict[tuple[int, int], str] | None = None
 
     def rule_for(self, real: Path) -> str | None:
         """The rule that refuses the resolved path `real`, or None."""
@@ -64,24 +75,59 @@ class DenyList:
                 return f"tools.files.deny {pattern!r}"
         if any(_inside(real, allowed) for allowed in self.allow):
             return None
-        return self._builtin(real)
+        return self._builtin(real) or self._hard_link(real)
 
     def _builtin(self, real: Path) -> str | None:
+        folded, home = _folded(real), _folded(self.home)
         for folder in HOME_FOLDERS:
-            if _inside(real, self.home / folder):
+            if _inside(folded, home / folder):
                 return f"~/{folder} (credentials)"
         for name in HOME_FILES:
-            if real == self.home / name:
+            if folded == home / name:
                 return f"~/{name} (credentials)"
         for own in self.own:
             if real == own or (real.parent == own.parent and real.name.startswith(own.name + "-")):
                 return f"localgpt's own {own.name}"
+        name = real.name.casefold()
         for pattern in NAME_PATTERNS:
-            if fnmatch.fnmatchcase(real.name, pattern):
+            if fnmatch.fnmatchcase(name, pattern):
                 return f"{pattern} (keys and environment files)"
-        if real.name.startswith("id_") and not real.name.endswith(".pub"):
+        if name.startswith("id_") and not name.endswith(".pub"):
             return "id_* without .pub (SSH private keys)"
         return None
+
+    def _hard_link(self, real: Path) -> str | None:
+        """The rule of the credential that `real` is another name of: a hard link has a
+        path of its own, so `realpath` does not lead to the credential's rule."""
+        try:
+            info = os.stat(real)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink < 2:
+            return None  # one name only: the rules above judged it
+        if self._linked is None:
+            self._linked = self._linked_credentials()
+        rule = self._linked.get((info.st_dev, info.st_ino))
+        return f"a hard link to {rule}" if rule else None
+
+    def _linked_credentials(self) -> dict[tuple[int, int], str]:
+        """(device, inode) -> rule of every credential file that has more than one name."""
+        found: dict[tuple[int, int], str] = {}
+        files = [(self.home / name, f"~/{name} (credentials)") for name in HOME_FILES]
+        files += [(own, f"localgpt's own {own.name}") for own in self.own]
+        for folder in HOME_FOLDERS:
+            for top, _dirs, names in os.walk(self.home / folder):
+                files += [(Path(top, n), f"~/{folder} (credentials)") for n in names]
+                if len(files) > LINK_WALK_LIMIT:
+                    break
+        for path, rule in files[:LINK_WALK_LIMIT]:
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                found[(info.st_dev, info.st_ino)] = rule
+        return found
 
     def rule_for_head(self, real: Path, head: bytes) -> str | None:
         """The rule that refuses a file starting with `head` (its first bytes), or None."""
