@@ -1,7 +1,7 @@
 """PDF text: pages/s of pypdf and PDFium on the same PDFs in one run, their character-level
 similarity, and the PDF share of an ingest before (pypdf) and after (PDFium).
 
-    python -m tests.bench.pdf [--runs 3] [--files 400] [--json]
+    python -m tests.bench.pdf [--runs 3] [--files 400] [--ingest-runs 1] [--json]
 
 1. Each PDF of the set (Debian's libtasn1 manual and shared-mime-info spec when installed,
    and synthetic PDFs from tests/pdfgen.py) is read page by page with pypdf (the extractor
@@ -10,9 +10,10 @@ similarity, and the PDF share of an ingest before (pypdf) and after (PDFium).
    the pages' lengths (1.0 = the same characters).
 2. A mixed corpus (tests/bench/ingest.py's generator, `--files` files, with the PDFs of the
    set copied in) is ingested by a `localgpt ingest` process against the Ollama stand-in,
-   once as shipped and once with PDFium made to refuse every file (so parse_pdf falls back
-   to pypdf: the code before issue 26). The child adds up the seconds spent in parse_pdf;
-   the PDF share is that over the ingest's own time (its summary's `ms`).
+   as shipped and with PDFium made to refuse every file (so parse_pdf falls back to pypdf:
+   the code before issue 26), alternated `--ingest-runs` times, each into a new home. The
+   child adds up the seconds spent in parse_pdf; the PDF share is that over the ingest's
+   own time (its summary's `ms`); pages/s is the corpus's PDF pages over those seconds.
 """
 
 from __future__ import annotations
@@ -146,8 +147,23 @@ def child(mode: str, argv: list[str]) -> None:
     os._exit(code)
 
 
-def ingest_share(paths: list[Path], files: int) -> dict[str, Any]:
-    """The PDF share of one ingest of the same corpus, pypdf then PDFium."""
+def _ingest(mode: str, corpus: Path, home: Path, host: str) -> tuple[float, float]:
+    """Seconds of one ingest (its summary's `ms`) and of its parse_pdf calls."""
+    env = {**os.environ, "OLLAMA_HOST": host, "LOCALGPT_HOME": str(home)}
+    for var in ("LOCALGPT_DB", "LOCALGPT_COLLECTION", "LOCALGPT_EMBED_MODEL"):
+        env.pop(var, None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.bench.pdf", "--child", mode, "ingest", str(corpus), "--json"],
+        capture_output=True, text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = [json.loads(x) for x in proc.stdout.splitlines() if '"summary"' in x][-1]
+    return summary["ms"] / 1000, float(proc.stderr.rsplit("pdf_parse_s=", 1)[1].split()[0])
+
+
+def ingest_share(paths: list[Path], files: int, runs: int) -> dict[str, Any]:
+    """The PDF share of an ingest of the same corpus, pypdf and PDFium alternated `runs`
+    times (each into a new home), medians."""
     from tests.bench.ingest import generate
     from tests.standin import StandIn
 
@@ -158,24 +174,20 @@ def ingest_share(paths: list[Path], files: int) -> dict[str, Any]:
         for path in paths:
             shutil.copy(path, corpus / path.name)
             size += path.stat().st_size
-        pages = sum(len(pypdf_pages(p)) for p in corpus.rglob("*.pdf"))
+        pdfs = list(corpus.rglob("*.pdf"))
+        pages = sum(len(pypdf_pages(p)) for p in pdfs)
         out["corpus"] = {"files": files + len(paths), "mb": round(size / 1e6, 1),
-                         "pdfs": len(list(corpus.rglob("*.pdf"))), "pdf_pages": pages}  # fmt: skip
-        for mode in ("pypdf", "pdfium"):
-            env = {**os.environ, "OLLAMA_HOST": standin.url,
-                   "LOCALGPT_HOME": str(Path(tmp) / f"home-{mode}")}  # fmt: skip
-            for var in ("LOCALGPT_DB", "LOCALGPT_COLLECTION", "LOCALGPT_EMBED_MODEL"):
-                env.pop(var, None)
-            proc = subprocess.run(
-                [sys.executable, "-m", "tests.bench.pdf", "--child", mode,
-                 "ingest", str(corpus), "--json"],
-                capture_output=True, text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-            assert proc.returncode == 0, proc.stderr[-2000:]
-            summary = [json.loads(x) for x in proc.stdout.splitlines() if '"summary"' in x][-1]
-            pdf_s = float(proc.stderr.rsplit("pdf_parse_s=", 1)[1].split()[0])
-            out[mode] = {"ingest_s": summary["ms"] / 1000, "pdf_parse_s": round(pdf_s, 2),
-                         "pdf_share": round(pdf_s / (summary["ms"] / 1000), 3),
+                         "pdfs": len(pdfs), "pdf_pages": pages}  # fmt: skip
+        samples: dict[str, list[tuple[float, float]]] = {"pypdf": [], "pdfium": []}
+        for run in range(runs):
+            for mode in samples:
+                home = Path(tmp) / f"home-{mode}-{run}"
+                samples[mode].append(_ingest(mode, corpus, home, standin.url))
+        for mode, got in samples.items():
+            ingest_s = sorted(t for t, _ in got)[len(got) // 2]
+            pdf_s = sorted(p for _, p in got)[len(got) // 2]
+            out[mode] = {"ingest_s": round(ingest_s, 1), "pdf_parse_s": round(pdf_s, 2),
+                         "pdf_share": round(pdf_s / ingest_s, 3),
                          "pdf_pages_s": round(pages / pdf_s, 1)}  # fmt: skip
     return out
 
@@ -187,12 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.pdf", description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--files", type=int, default=400, help="generated files of the ingest")
+    parser.add_argument("--ingest-runs", type=int, default=1, help="ingests of each kind")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-pdfset-") as tmp:
         paths = [p for p in REAL_PDFS if p.is_file()] + synthetic_set(Path(tmp))
         figures: dict[str, Any] = {"extraction": extraction(paths, args.runs)}
-        figures["ingest"] = ingest_share(paths, args.files)
+        figures["ingest"] = ingest_share(paths, args.files, args.ingest_runs)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
