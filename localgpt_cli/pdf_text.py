@@ -4,7 +4,8 @@ Why PDFium: Chrome's PDF engine extracts the same text as pypdf about ten times 
 (README, Performance: `python -m tests.bench.pdf`), which is most of an archive ingest.
 pypdfium2 is imported inside `open_pdf`, never at start-up (`localgpt --help` must stay
 light). PDFium says nothing about a file it repairs and refuses some that pypdf reads, so
-callers keep pypdf for those: `PdfRefused` is their cue.
+callers keep pypdf for those: `PdfRefused` is their cue. PDFium is not thread-safe: one
+thread of a process reads PDFs at a time (ingest parses in one; a pool must use processes).
 """
 
 from __future__ import annotations

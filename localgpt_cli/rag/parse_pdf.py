@@ -120,7 +120,7 @@ def _encrypted(path: Path) -> InvalidInput:
     )
 
 
-_STARTXREF = re.compile(rb"startxref\s+(\d+)\s*%%EOF", re.S)
+_STARTXREF = re.compile(rb"startxref\s+(\d+)")
 _XREF_START = re.compile(rb"\s*(?:xref|\d+\s+\d+\s+obj)")
 
 
@@ -132,7 +132,7 @@ def _xref_damage(path: Path) -> str | None:
         fh.seek(max(0, size - 2048))
         found = list(_STARTXREF.finditer(fh.read()))
         if not found:
-            return "no startxref at the end of the file"
+            return "no startxref near the end of the file"
         offset = int(found[-1].group(1))
         fh.seek(offset)
         if offset >= size or not _XREF_START.match(fh.read(64)):
