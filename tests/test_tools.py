@@ -642,12 +642,12 @@ def test_functions_file_clash_with_a_builtin_is_a_usage_error(tmp_path: Path) ->
 
 
 def test_importing_the_tools_package_stays_light() -> None:
-    """The CLI may import the registry at start-up: numpy, pypdf, ollama load on use."""
+    """The CLI may import the registry at start-up: numpy, pypdf(ium2), ollama load on use."""
     import subprocess
 
     code = (
         "import sys, localgpt_cli.tools.registry, localgpt_cli.tools.selection;"
-        "print(sorted(m for m in ('numpy', 'pypdf', 'ollama')"
+        "print(sorted(m for m in ('numpy', 'pypdf', 'pypdfium2', 'ollama')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

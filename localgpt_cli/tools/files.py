@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -96,6 +96,44 @@ def _human_size(size: int) -> str:
 
 
 def _read_pdf(fh: BinaryIO, path: str, page: int | None, max_chars: int) -> str:
+    """PDF text by page through PDFium; pypdf reads the files PDFium refuses."""
+    from localgpt_cli.pdf_text import PdfPageError, PdfPassword, PdfRefused, open_pdf
+
+    try:
+        with open_pdf(fh) as pdf:
+            pages = _PageTexts(pdf.count, pdf.text)
+            return _pdf_text(pages, path, page, max_chars)
+    except PdfPassword:
+        raise ToolError(f"{path} is an encrypted PDF") from None
+    except PdfPageError as exc:
+        raise ToolError(f"cannot read PDF {path}: {exc}") from None
+    except PdfRefused:
+        fh.seek(0)
+        return _read_pdf_with_pypdf(fh, path, page, max_chars)
+
+
+class _PageTexts:
+    """A PDF's page count and a function giving page N's text, whichever library reads it."""
+
+    def __init__(self, count: int, text: Callable[[int], str]) -> None:
+        self.count = count
+        self.text = text
+
+
+def _pdf_text(pages: _PageTexts, path: str, page: int | None, max_chars: int) -> str:
+    count = pages.count
+    if page is not None:
+        if page > count:
+            raise ToolError(f"page {page} is out of range: {path} has {count} page(s)")
+        text = pages.text(page)
+        if not text.strip():
+            return f"[page {page} of {path} has no extractable text]"
+        return _cut(text, max_chars, f"page {page} of {count}")
+    parts = [f"--- page {i} ---\n{pages.text(i)}" for i in range(1, count + 1)]
+    return _cut("\n".join(parts), max_chars, f"a {count}-page PDF; pass page=N to read page N")
+
+
+def _read_pdf_with_pypdf(fh: BinaryIO, path: str, page: int | None, max_chars: int) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -103,20 +141,10 @@ def _read_pdf(fh: BinaryIO, path: str, page: int | None, max_chars: int) -> str:
         reader = PdfReader(fh)
         if reader.is_encrypted and not reader.decrypt(""):
             raise ToolError(f"{path} is an encrypted PDF")
-        count = len(reader.pages)
-        if page is not None:
-            if page > count:
-                raise ToolError(f"page {page} is out of range: {path} has {count} page(s)")
-            text = reader.pages[page - 1].extract_text() or ""
-            if not text.strip():
-                return f"[page {page} of {path} has no extractable text]"
-            return _cut(text, max_chars, f"page {page} of {count}")
-        parts = [
-            f"--- page {i} ---\n{p.extract_text() or ''}" for i, p in enumerate(reader.pages, 1)
-        ]
+        pages = _PageTexts(len(reader.pages), lambda n: reader.pages[n - 1].extract_text() or "")
+        return _pdf_text(pages, path, page, max_chars)
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise ToolError(f"cannot read PDF {path}: {exc}") from None
-    return _cut("\n".join(parts), max_chars, f"a {count}-page PDF; pass page=N to read page N")
 
 
 def _cut(text: str, max_chars: int, what: str) -> str:
