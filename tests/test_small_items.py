@@ -167,7 +167,7 @@ def test_apply_finds_a_preview_older_than_the_last_50_conversations(
         for i in range(55):
             cid = store.create_conversation("llama3.2").id
             store.add_message(cid, "user", f"question {i}")
-    r = invoke("apply", pid)
+    r = invoke("apply", "-y", pid)
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "notes.md").read_text() == NOTES.replace("8000", "8080")
     r = invoke("apply", "ffffffff")
@@ -179,7 +179,7 @@ def test_a_refusal_says_nothing_was_written_once(standin, isolated_env, tmp_path
     (tmp_path / "notes.md").write_text(NOTES)
     pid = propose(standin, "propose_edit", path="notes.md", diff=DIFF)["preview"]["id"]
     (tmp_path / "notes.md").write_text(NOTES + "edited by hand\n")
-    r = invoke("apply", pid)
+    r = invoke("apply", "-y", pid)
     assert r.exit_code == 6 and r.stderr.count("\n") == 1
     assert r.stderr.lower().count("nothing was written") == 1, r.stderr
 

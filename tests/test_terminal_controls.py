@@ -46,9 +46,9 @@ def text_of(screen: bytes) -> bytes:
     return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", screen)
 
 
-def pty(*args: str, cwd: Path = ROOT) -> bytes:
+def pty(*args: str, cwd: Path = ROOT, columns: int = 100) -> bytes:
     """The raw bytes a terminal got from `localgpt ARGS`, checked for foreign controls."""
-    code, screen = run_on_pty(list(args), cwd=cwd, env={"NO_COLOR": "1"})
+    code, screen = run_on_pty(list(args), cwd=cwd, env={"NO_COLOR": "1", "COLUMNS": str(columns)})
     assert code == 0, screen[-2000:]
     assert_only_our_styling(screen)
     return text_of(screen)
@@ -99,7 +99,7 @@ def test_memory_errors_file_names_and_search_hits_are_made_visible(
     assert invoke("memory", "add", "fact \x1b]0;FACT\x07 kept").exit_code == 0
     screens = {
         "memory": pty("memory", "list"),
-        "docs": pty("docs", "list"),
+        "docs": pty("docs", "list", columns=400),  # wide enough for the whole temporary path
         "search": pty("search", "quasar manual"),
         "show": pty("docs", "show", str(evil)),
     }

@@ -62,7 +62,7 @@ class S3Client:
             raise InvalidInput(
                 f"A knowledge base on S3 ({where or 's3://' + bucket}) needs the [s3] extra.",
                 code="missing_extra",
-                hint="pip install 'localgpt-cli[s3]' (or pipx inject localgpt-cli obstore).",
+                hint="Install it: pip install -e '.[s3]' (in the localgpt source folder).",
             ) from None
 
         config: Any = _file_credentials() if not os.environ.get("AWS_ACCESS_KEY_ID") else {}
