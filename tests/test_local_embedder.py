@@ -217,3 +217,39 @@ def test_the_readme_no_server_command_ingests_and_finds_the_readme(env: dict[str
     first = found.records()[0]
     assert first["path"] == str(ROOT / "README.md")
     assert "exit code 3" in first["text"]  # the answer: "Without Ollama running, … exit code 3"
+
+
+def test_vectors_unchanged_by_the_packed_forward_pass() -> None:
+    """tests/data/local_embedder/vectors_before_packing.npy holds (float16) what the padded
+    forward pass of before issue 30 gave for tests.bench.local_embedder.sample(100)."""
+    import numpy as np
+
+    from localgpt_cli.llm.local import LocalEmbedder
+    from tests.bench.local_embedder import sample
+
+    before = np.load(ROOT / "tests/data/local_embedder/vectors_before_packing.npy")
+    now = LocalEmbedder().embed_array(MODEL, sample(100))
+    before = before.astype(np.float32)
+    cosines = (now * before).sum(axis=1) / (
+        np.linalg.norm(now, axis=1) * np.linalg.norm(before, axis=1)
+    )
+    assert cosines.min() >= 0.999
+
+
+def test_embedding_two_full_batches_at_once_stays_within_its_memory() -> None:
+    """64 texts of 800 characters are two batches of 32 x 256 tokens, run at once on two
+    threads; before issue 30 they took 1.1-1.3 GB above the loaded model (padded attention
+    scores and the feed-forward's temporaries), now ~130 MB."""
+    code = (
+        "import resource, sys\n"
+        "from localgpt_cli.llm.local import LocalEmbedder\n"
+        "from tests.bench.local_embedder import prose\n"
+        "e = LocalEmbedder(); e.embed_array(sys.argv[1], ['warm up'])\n"
+        "loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "e.embed(sys.argv[1], prose(64, 800))\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - loaded) // 1024)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, MODEL], capture_output=True, text=True,
+                       timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) < 400, f"{p.stdout.strip()} MB above the loaded model"
