@@ -58,6 +58,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("memory.half_life_turns", None, 30.0, float, "older turns fade by half every N turns"),
     Spec("memory.half_life_days", None, None, float, "and every N days (default: no time fading)"),
     Spec("memory.project_share", None, 0.25, float, "share of the prompt for project memory"),
+    Spec("ingest.local_fallback", None, True, bool,
+         "a new collection is embedded in-process when Ollama is down ([local] extra)"),
     Spec("history.backend", "LOCALGPT_HISTORY_BACKEND", "sqlite", str,
          "where history is kept: sqlite (<home>/history.db), memory, postgres"),
     Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,

@@ -116,7 +116,8 @@ def test_ingest_and_search_with_no_server(env: dict[str, str], folder: Path) -> 
 
     collections = localgpt(env, "docs", "collections", "--json").records()
     assert collections == [
-        {"type": "collection", "name": "default", "chunks": 3, "model": MODEL, "dim": 384}
+        {"type": "collection", "name": "default", "chunks": 3, "model": MODEL, "dim": 384,
+         "fallback": False}
     ]
 
 
@@ -144,7 +145,12 @@ def test_a_new_collection_falls_back_to_the_local_embedder_and_says_so(
     assert warning["type"] == "warning"
     assert warning["code"] == "local_embedder"
     assert f"embedding with {MODEL} in this process" in warning["message"]
-    assert localgpt(env, "docs", "collections", "--json").records()[0]["model"] == MODEL
+    summary = ingest.records()[-1]
+    assert (summary["embedder"], summary["fallback"], summary["embedded"]) == (MODEL, True, 3)
+    listed = localgpt(env, "docs", "collections", "--json").records()[0]
+    assert (listed["model"], listed["fallback"]) == (MODEL, True)
+    table = localgpt(env, "docs", "collections")
+    assert f"{MODEL} (fallback: Ollama was down)" in table.stdout
     # The collection now remembers its embedder: the next run uses it without a word.
     again = localgpt(env, "ingest", str(folder))
     assert (again.exit_code, again.stderr) == (0, "")
@@ -221,3 +227,73 @@ def test_the_readme_no_server_command_ingests_and_finds_the_readme(env: dict[str
     # server misbehaves" that gives Ollama's fault exit 3.
     answers = re.compile(r"exit code 3|Ollama[^\n]*\| 3\b")
     assert answers.search(first["text"]), first["text"]
+
+
+def test_vectors_unchanged_by_the_packed_forward_pass() -> None:
+    """tests/data/local_embedder/vectors_before_packing.npy holds (float16) what the padded
+    forward pass of before issue 30 gave for tests.bench.local_embedder.sample(100)."""
+    import numpy as np
+
+    from localgpt_cli.llm.local import LocalEmbedder
+    from tests.bench.local_embedder import sample
+
+    before = np.load(ROOT / "tests/data/local_embedder/vectors_before_packing.npy")
+    now = LocalEmbedder().embed_array(MODEL, sample(100))
+    before = before.astype(np.float32)
+    cosines = (now * before).sum(axis=1) / (
+        np.linalg.norm(now, axis=1) * np.linalg.norm(before, axis=1)
+    )
+    assert cosines.min() >= 0.999
+
+
+def test_embedding_two_full_batches_at_once_stays_within_its_memory() -> None:
+    """64 texts of 800 characters are two batches of 32 x 256 tokens, run at once on two
+    threads; before issue 30 they took 1.1-1.3 GB above the loaded model (padded attention
+    scores and the feed-forward's temporaries), now ~130 MB."""
+    code = (
+        "import resource, sys\n"
+        "from localgpt_cli.llm.local import LocalEmbedder\n"
+        "from tests.bench.local_embedder import prose\n"
+        "e = LocalEmbedder(); e.embed_array(sys.argv[1], ['warm up'])\n"
+        "loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "e.embed(sys.argv[1], prose(64, 800))\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - loaded) // 1024)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, MODEL], capture_output=True, text=True,
+                       timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) < 400, f"{p.stdout.strip()} MB above the loaded model"
+
+
+def _refused_fallback(env: dict[str, str], folder: Path, *flags: str) -> None:
+    """What a refused fallback leaves: today's behaviour, passages stored without
+    vectors, exit 3, the collection bound to the default Ollama model, not to local:."""
+    ingest = localgpt(env, "ingest", "--json", str(folder), *flags)
+    assert ingest.exit_code == 3, ingest.stderr
+    *_, summary, error = ingest.records()
+    assert (summary["type"], error["type"]) == ("summary", "error")
+    assert error["code"] == "ollama_unreachable"
+    assert (summary["embedder"], summary["fallback"]) == ("nomic-embed-text", False)
+    assert (summary["added"], summary["embedded"], summary["pending_embeddings"]) == (3, 0, 3)
+    assert "local_embedder" not in ingest.stderr
+    listed = localgpt(env, "docs", "collections", "--json").records()
+    assert [(c["chunks"], c["model"], c["fallback"]) for c in listed] == [
+        (3, "nomic-embed-text", False)
+    ]
+    # Keyword search finds them meanwhile.
+    found = localgpt(env, "search", "--json", "--mode", "keyword", "revenue").records()
+    assert found[0]["path"] == str(folder / "revenue.txt")
+
+
+def test_no_fallback_stores_without_vectors_for_later(
+    env: dict[str, str], folder: Path
+) -> None:
+    _refused_fallback(env, folder, "--no-fallback")
+
+
+def test_local_fallback_false_in_config_stores_without_vectors_for_later(
+    env: dict[str, str], folder: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[ingest]\nlocal_fallback = false\n")
+    _refused_fallback({**env, "LOCALGPT_CONFIG": str(config)}, folder)

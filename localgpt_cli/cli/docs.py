@@ -237,12 +237,20 @@ def collections_cmd(app: App) -> None:
         for c in found:
             app.output.record(
                 {"type": "collection", "name": c.name, "chunks": c.rows, "model": c.model,
-                 "dim": c.dim}
+                 "dim": c.dim, "fallback": c.fallback}
             )  # fmt: skip
         return
     print_table(
         app.output,
         ["NAME", "CHUNKS", "MODEL", "DIM"],
-        [[c.name, c.rows, c.model or "-", c.dim or "-"] for c in found],
+        [[c.name, c.rows, _model_cell(c), c.dim or "-"] for c in found],
         empty=f"No collections in {store.uri}. Create one with: localgpt ingest PATH...",
     )
+
+
+def _model_cell(c: Any) -> str:
+    """The MODEL column: a collection bound to the in-process embedder because Ollama was
+    down when it was made says so (re-index it with -m MODEL --force to change)."""
+    if not c.model:
+        return "-"
+    return f"{c.model} (fallback: Ollama was down)" if c.fallback else c.model

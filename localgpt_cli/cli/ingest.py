@@ -36,7 +36,9 @@ Unchanged files cost one stat; edited files reuse the embeddings of unchanged pa
 a moved file is not embedded again. Hidden files and folders, symlinks inside folders,
 binary and empty files, FIFOs and devices are skipped. --prune removes only documents
 under the paths given. If Ollama is down, passages are stored without embeddings
-(keyword search finds them), the run exits 3 and the next run embeds them.
+(keyword search finds them), the run exits 3 and the next run embeds them; except that
+a new collection is embedded in this process instead when the [local] extra is installed
+(the summary says "fallback": true) unless --no-fallback or [ingest] local_fallback = false.
 
 \b
 Each passage is embedded under its document's title (its first heading or first line,
@@ -101,6 +103,12 @@ def _size(value: str) -> int:
     "--chunk-overlap", type=click.IntRange(min=0), help="Overlap in characters (120; code 60)."
 )
 @click.option(
+    "--no-fallback",
+    is_flag=True,
+    help="With Ollama down, store a new collection's passages without embeddings "
+    "instead of embedding them in this process.",
+)
+@click.option(
     "--max-chunks",
     type=click.IntRange(min=1),
     default=2000,
@@ -128,6 +136,7 @@ def ingest(
     batch_size: int,
     chunk_size: int | None,
     chunk_overlap: int | None,
+    no_fallback: bool,
     max_chunks: int,
     max_file_size: str,
 ) -> None:
@@ -159,13 +168,17 @@ def ingest(
     )
     store = open_store(app, write=not dry_run)
     with remote.translated(store.uri):  # a failing object store: one line, its exit code
-        _ingest(app, store, options, wait_lock, dry_run)
+        fallback = not no_fallback and bool(app.settings.values["ingest.local_fallback"])
+        _ingest(app, store, options, wait_lock, dry_run, fallback)
 
 
-def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool) -> None:
+def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,
+            may_fall_back: bool) -> None:  # fmt: skip
     from localgpt_cli.rag.ingest.run import Ingest
 
-    model = chosen_embed_model(app) if model_explicit(app) else _default_model(app, store)
+    model, fallback = chosen_embed_model(app), False
+    if not model_explicit(app) and may_fall_back:
+        model, fallback = _default_model(app, store)
     run = Ingest(
         options,
         store=store,
@@ -175,30 +188,33 @@ def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool)
         client=app.embedder(documents=True, model=model),
         home=app.settings.home_dir,
         wait_lock=wait_lock,
+        fallback=fallback,
     )
     _show_run(app, run, dry_run)
     _raise_for_outcome(run)
 
 
-def _default_model(app: App, store: Any) -> str:
-    """The defaulted embedding model; for a new collection with no Ollama reachable and
-    the `[local]` extra installed, the in-process one instead (said on stderr)."""
+def _default_model(app: App, store: Any) -> tuple[str, bool]:
+    """The defaulted embedding model, and whether it is the fallback: for a new collection
+    with no Ollama reachable and the `[local]` extra installed, the in-process one (said
+    on stderr, in the summary, and on the collection)."""
     from localgpt_cli.errors import OllamaUnreachable
     from localgpt_cli.llm import local
 
     model = chosen_embed_model(app)
     if local.is_local(model) or store.exists(app.settings.collection) or not local.available():
-        return model
+        return model, False
     try:
         app.client.list_models()
     except OllamaUnreachable:
         app.output.warn(
             "local_embedder",
             f"No Ollama at {app.settings.host}: embedding with {local.DEFAULT_LOCAL_MODEL} "
-            "in this process; the collection is searched with it from now on.",
+            "in this process; the collection is searched with it from now on "
+            "(--no-fallback: store without embeddings until Ollama is back).",
         )
-        return local.DEFAULT_LOCAL_MODEL
-    return model
+        return local.DEFAULT_LOCAL_MODEL, True
+    return model, False
 
 
 def _tune_process(app: App) -> None:

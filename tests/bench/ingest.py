@@ -12,8 +12,9 @@
 2. The same corpus again, unchanged: embed requests (must be 0) and wall time.
 3. `--small-files` small files, ingested once, then the unchanged re-run timed in process
    (lancedb already imported, as in a long-lived caller), and as a one-shot process.
-4. With `--big-mb`: a corpus of that size ingested with Ollama unreachable (chunks stored
-   without vectors), to show that memory stays flat while streaming; with `--big-embed`
+4. With `--big-mb`: a corpus of that size ingested with Ollama unreachable and
+   `--no-fallback` (chunks stored without vectors; the run fails loudly if its summary
+   says anything was embedded), to show that memory stays flat while streaming; with `--big-embed`
    also embedded by the stand-in, which takes minutes at 200 MB.
 
 Each ingest process runs through a small wrapper that reports its own peak RSS
@@ -215,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         first = run_child(["ingest", str(corpus), "--json", *batch], env)
         s = first["summary"]
         assert first["code"] == 0, first["stderr"]
+        if (s.get("embedder"), s.get("fallback")) != ("nomic-embed-text", False):
+            raise SystemExit(f"benchmark invalid: the stand-in run used {s.get('embedder')!r}")
         # the pipeline inside ingest: walk, hash, parse, chunk, commits (lancedb import too),
         # without interpreter start-up, embedding waits and the final optimize
         work = (s["ms"] - s["embed_ms"] - s["optimize_ms"]) / 1000
@@ -257,9 +260,14 @@ def main(argv: list[str] | None = None) -> int:
             size = generate(big, files, args.big_mb, seed=8)
             down = {**env, "LOCALGPT_HOME": str(tmp_path / "hb"),
                     "OLLAMA_HOST": "http://127.0.0.1:9"}  # fmt: skip
-            run = run_child(["ingest", str(big), "--json"], down)
+            # --no-fallback: with the [local] extra installed, ingest would otherwise embed
+            # the 460k chunks in-process (issue 30), not measure storing without vectors.
+            run = run_child(["ingest", str(big), "--json", "--no-fallback"], down)
             bs = run["summary"]
-            assert run["code"] == 3, run["stderr"]
+            if run["code"] != 3 or bs.get("fallback") is not False or bs.get("embedded"):
+                raise SystemExit(f"benchmark invalid: the unreachable run exited {run['code']}"
+                                 f" with embedder {bs.get('embedder')!r}, fallback "
+                                 f"{bs.get('fallback')!r}, {bs.get('embedded')} embedded")
             work = (bs["ms"] - bs["embed_ms"] - bs["optimize_ms"]) / 1000
             figures["streaming"] = {
                 "files": files, "mb": round(size / 1e6, 1), "chunks": bs["chunks"],

@@ -31,6 +31,18 @@ def sample(count: int) -> list[str]:
     return [full[i] for i in picked]
 
 
+def prose(count: int, chars: int) -> list[str]:
+    """`count` texts of exactly `chars` characters of the ingest benchmark's generated
+    prose (Zipf-distributed words): at 800 characters each is cut at 256 tokens, so 32 of
+    them make a full batch."""
+    import numpy as np
+
+    from tests.bench.ingest import _prose
+
+    rng = np.random.default_rng(1)
+    return [_prose(rng, chars + 100)[:chars] for _ in range(count)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=256)

@@ -69,7 +69,7 @@ def commit(state: RunState, docs: list[Prepared]) -> Iterator[Event]:
         coll = state.coll
         assert coll is not None
         if coll.model is None:
-            coll.set_model(state.model)
+            coll.set_model(state.model, fallback=state.fallback)
         chunks = [c for d in docs for c in d.chunks]
         vectors = [v for d in docs for v in d.vectors]
         # write_documents marks the collection pending before such rows are stored

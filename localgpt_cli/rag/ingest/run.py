@@ -37,6 +37,7 @@ class Ingest:
         client: Embedder,
         home: Path,
         wait_lock: float = 0.0,
+        fallback: bool = False,
     ) -> None:
         self.state = RunState(
             options,
@@ -46,6 +47,9 @@ class Ingest:
             model_explicit=model_explicit,
             home=home,
         )
+        # `model` is the in-process embedder standing in for an unreachable Ollama: said
+        # in the summary and recorded on the collection it creates (`docs collections`).
+        self.state.fallback = self.state.summary.fallback = fallback
         self.client = client
         self.wait_lock = wait_lock
 
@@ -132,6 +136,7 @@ class Ingest:
         state.summary.embed_requests = state.stats.requests
         state.summary.embed_ms = round(state.stats.seconds * 1000)
         state.summary.embedded = state.queue.embedded
+        state.summary.embedder = state.model
 
     def _index_repair(self) -> str | None:
         """Why a run that changed nothing must still optimize: an earlier run was killed

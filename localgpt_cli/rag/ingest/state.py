@@ -41,6 +41,7 @@ class RunState:
         self.name = collection
         self.model = model
         self.model_explicit = model_explicit
+        self.fallback = False  # `model` stands in for an unreachable Ollama (cli/ingest.py)
         self.home = home  # where a manifest from before the sidecar may still be
         self.summary = Summary(dry_run=options.dry_run)
         self.down: LocalGPTError | None = None  # why embeddings could not be made

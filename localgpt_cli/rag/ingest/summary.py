@@ -35,6 +35,8 @@ class Summary:
     ms: int = 0
     embed_ms: int = 0  # waiting for the embedding server
     optimize_ms: int = 0  # compaction and index upkeep at the end
+    embedder: str = ""  # the embedding model the run used (the collection's own)
+    fallback: bool = False  # ...the in-process one, because no Ollama was reachable
 
     def count(self, record: Event) -> Event:
         """Count a `document` event by its status as it is yielded, so that every file
@@ -64,6 +66,8 @@ class Summary:
             "dry_run": self.dry_run,
             "embed_ms": self.embed_ms,
             "optimize_ms": self.optimize_ms,
+            "embedder": self.embedder,
+            "fallback": self.fallback,
         }
 
 

@@ -21,7 +21,7 @@ from localgpt_cli.rag.store.lancedb_import import import_lancedb
 from localgpt_cli.rag.store.reads import Reads
 from localgpt_cli.rag.store.rows import row_schema
 from localgpt_cli.rag.store.search import Search
-from localgpt_cli.rag.store.table import META_DIM, META_MODEL, scan_all_arrow
+from localgpt_cli.rag.store.table import META_DIM, META_FALLBACK, META_MODEL, scan_all_arrow
 from localgpt_cli.rag.store.uri import local_path
 from localgpt_cli.rag.store.writes import Writes
 
@@ -46,6 +46,7 @@ class CollectionInfo:
     rows: int
     model: str | None
     dim: int | None
+    fallback: bool  # created by an ingest that fell back to the in-process embedder
 
 
 @dataclass
@@ -134,7 +135,8 @@ class Store:
             if not COLLECTION_NAME.fullmatch(name):
                 continue  # a table somebody else put in the database
             coll = Collection(self.uri, name, self.db.open_table(name))
-            out.append(CollectionInfo(name, coll.count(), coll.model, coll.dim))
+            out.append(CollectionInfo(name, coll.count(), coll.model, coll.dim,
+                                      coll.made_by_fallback))
         return out
 
     def drop_collection(self, name: str) -> None:
@@ -167,8 +169,9 @@ class Collection(Writes, Reads, Indexes, Search):
             ),
         )
 
-    def set_model(self, model: str, dim: int | None = None) -> None:
-        """Record the embedding model (and dimension when known); refuses a different one
+    def set_model(self, model: str, dim: int | None = None, fallback: bool = False) -> None:
+        """Record the embedding model (and dimension when known, and that it was the
+        in-process fallback for an unreachable Ollama); refuses a different one
         unless the collection is empty (every document removed): then there is nothing to
         mix with, so the collection is re-bound (its vector column dropped if the dimension
         changes)."""
@@ -181,16 +184,19 @@ class Collection(Writes, Reads, Indexes, Search):
             updates[META_MODEL] = model
         if dim is not None and meta.get(META_DIM) != str(dim):
             updates[META_DIM] = str(dim)
+        if fallback and META_FALLBACK not in meta:
+            updates[META_FALLBACK] = "1"
         if updates:
             self.table.update_field_metadata({"path": "chunk_id", "metadata": updates})
             self._changed()
 
     def _unbind(self, dim: int | None) -> None:
         meta = self._metadata()
-        if META_MODEL in meta or META_DIM in meta:
+        if META_MODEL in meta or META_DIM in meta or META_FALLBACK in meta:
             self.table.update_field_metadata(
-                {"path": "chunk_id", "metadata": {META_MODEL: None, META_DIM: None}}
-            )
+                {"path": "chunk_id",
+                 "metadata": {META_MODEL: None, META_DIM: None, META_FALLBACK: None}}
+            )  # fmt: skip
         if self.has_vector_column() and dim is not None and self.dim != dim:
             self.table.drop_columns(["vector"])
         self._changed()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 META_MODEL = "localgpt:embed_model"
 META_DIM = "localgpt:embed_dim"
 META_INDEX_ROWS = "localgpt:vector_index_rows"  # rows the ANN index was trained on
+META_FALLBACK = "localgpt:local_fallback"  # "1": bound to local: because Ollama was down
 META_PENDING = "localgpt:pending"  # "1" while rows without a vector may exist
 FTS_INDEX = "text_idx"
 VECTOR_INDEX = "vector_idx"
@@ -77,6 +78,12 @@ class CollectionTable:
     def model(self) -> str | None:
         """The embedding model the stored vectors came from (None before the first ingest)."""
         return self._metadata().get(META_MODEL)
+
+    @property
+    def made_by_fallback(self) -> bool:
+        """Whether an ingest bound this collection to the in-process embedder because no
+        Ollama was reachable when it was created (rather than by the user's choice)."""
+        return self._metadata().get(META_FALLBACK) == "1"
 
     @property
     def dim(self) -> int | None:
