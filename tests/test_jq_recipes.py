@@ -120,8 +120,9 @@ EXPECTED: dict[str, str] = {
   | jq -c 'select(.type=="sources").payload | {query, rerun, kept: [.kept[].path],
            dropped: [.dropped[] | "\\(.path) \\(.stage):\\(.reason)"], why: .fallback_reason}'""":
         '{"query":"and if it drops\\?","rerun":false,"kept":\\[\\],"dropped":\\['
-        '"WORK/notes/vpn\\.md threshold:below_threshold",'
-        '"WORK/notes/backup\\.md threshold:below_threshold"\\],"why":"nothing_kept"}\n',
+        '"WORK/notes/(vpn|backup)\\.md threshold:below_threshold",'  # both dropped, either first
+        '"WORK/notes/(?!\\1)(vpn|backup)\\.md threshold:below_threshold"\\],'
+        '"why":"nothing_kept"}\n',
     """localgpt chat --json "how do I rotate the vpn keys?" \\
   | jq -c 'select(.type=="sources") | .payload.dropped[]? | [.path, .stage, .reason, .scores.gate]'""":  # noqa: E501
         '\\["WORK/notes/backup\\.md","threshold","below_threshold",null\\]\n',
