@@ -63,14 +63,7 @@ class ModelCatalog:
         if not self.save:
             return
         data["host"] = self._identity()
-        try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix=".models.")
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, self.cache_path)
-        except OSError:
-            pass  # a cache that cannot be written only costs a round trip next time
+        save_cache(self.cache_path, data)
 
     def _fresh(self, stamp: float | None) -> bool:
         return stamp is not None and time.time() - stamp < self.ttl
@@ -156,3 +149,16 @@ class ModelCatalog:
             f"Model {model!r} is not installed at {self.client.host}.",
             hint=f"Installed: {listed}. Pull it with `localgpt models pull {model}`.",
         )
+
+
+def save_cache(path: Path, data: dict[str, Any]) -> None:
+    """Write a cache file whole (a temporary file renamed over it, so a reader never sees
+    half of one); a cache that cannot be written only costs a round trip next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass

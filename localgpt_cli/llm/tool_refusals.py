@@ -11,10 +11,10 @@ restarted with tool calling on is tried again the next day, or at once with
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
+
+from localgpt_cli.llm.catalog import save_cache
 
 TTL_SECONDS = 86400.0
 
@@ -49,11 +49,4 @@ class ToolRefusals:
             return
         data = self._load()
         data[self.key(profile, host, model)] = time.time()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tools-refused.")
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        save_cache(self.path, data)
