@@ -119,6 +119,29 @@ def test_what_a_read_file_holds_that_looks_like_a_secret_is_redacted(tmp_path: P
     assert AWS_SECRET not in message
 
 
+@pytest.mark.parametrize("filler", ["plain ASCII line", "non-ASCII line, café"])
+def test_a_later_page_is_redacted_and_names_the_files_line(tmp_path: Path, filler: str) -> None:
+    """An ASCII file is decoded only around the page it reads: the secret on page 3 is
+    still redacted, the line named is the file's (not the window's), and the page's text
+    is what a full decode gives."""
+    lines = [f"{filler} {n}" for n in range(1, 3001)]
+    lines[2499] = f"export AWS_ACCESS_KEY_ID={AWS_ID}"
+    (tmp_path / "big.log").write_text("\n".join(lines) + "\n")
+    warnings: list[tuple[str, str]] = []
+    read = {t.name: t for t in file_tools([tmp_path], tmp_path,
+                                            warn=lambda *w: warnings.append(w))}["read_file"]
+    whole = (tmp_path / "big.log").read_text()
+    at = whole.index(AWS_ID)
+    page = at // 20_000 + 1
+    text = read.run({"path": "big.log", "page": page})
+    assert AWS_ID not in text and "[redacted: aws_access_key_id]" in text
+    expected = whole[(page - 1) * 20_000 : page * 20_000].replace(
+        AWS_ID, "[redacted: aws_access_key_id]")
+    assert text.startswith(expected + "\n[… truncated: showed characters ")
+    (_code, message), = warnings
+    assert "aws_access_key_id (line 2500)" in message
+
+
 def test_a_page_cut_through_a_secret_shows_none_of_it(tmp_path: Path) -> None:
     text = "x" * 150 + "\n" + RSA + "y" * 200
     start = 150 + 1 + 60  # a page starting inside the key's body

@@ -24,6 +24,9 @@ HOME_FOLDERS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube")
 HOME_FILES = (".docker/config.json", ".netrc", ".pgpass", ".git-credentials")
 # Names refused wherever they are: environment files, keys and certificates with keys.
 NAME_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "*.p12")
+# Each name pattern as one compiled expression, tried in order (fnmatch per call
+# looked the pattern up each time: the deny list is checked on every file a tool opens).
+_NAME_RULES = tuple((re.compile(fnmatch.translate(p)), p) for p in NAME_PATTERNS)
 # The header of any PEM private key (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP's block).
 PRIVATE_KEY_HEADER = re.compile(
     rb"(?:\xef\xbb\xbf)?\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
@@ -38,14 +41,20 @@ def _real(path: str | Path) -> Path:
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
+def inside(path: str, root: str) -> bool:
+    """Whether the absolute, normalized `path` is `root` or lies under it. On strings: a
+    file tool checks every path it is given against several roots and rules, and pathlib's
+    `is_relative_to` made that check cost more than the read itself."""
+    if path == root:
+        return True
+    prefix = root if root.endswith("/") else root + "/"
+    return path.startswith(prefix)
 
 
-def _folded(path: Path) -> Path:
+def _folded(path: str) -> str:
     """`path` in small letters: the rules hold whatever the case (`ID_RSA`, `.ENV`), and on
     a case-insensitive disk (macOS's default) `~/.SSH/id_rsa` is the key itself."""
-    return Path(str(path).casefold())
+    return path.casefold()
 
 
 class DenyList:
@@ -66,6 +75,10 @@ class DenyList:
         self.own = tuple(_real(p) for p in own)
         self.deny = tuple(os.path.expanduser(p) for p in deny)
         self.allow = tuple(_real(p) for p in allow)
+        home_folded = _folded(str(self.home))
+        self._folders = tuple((os.path.join(home_folded, f), f) for f in HOME_FOLDERS)
+        self._files = {os.path.join(home_folded, f): f for f in HOME_FILES}
+        self._allowed = tuple(str(p) for p in self.allow)
         self._linked: dict[tuple[int, int], str] | None = None
 
     def rule_for(self, real: Path) -> str | None:
@@ -73,26 +86,29 @@ class DenyList:
         for pattern in self.deny:
             if _denied_by_pattern(real, pattern):
                 return f"tools.files.deny {pattern!r}"
-        if any(_inside(real, allowed) for allowed in self.allow):
+        if any(inside(str(real), allowed) for allowed in self._allowed):
             return None
         return self._builtin(real) or self._hard_link(real)
 
     def _builtin(self, real: Path) -> str | None:
-        folded, home = _folded(real), _folded(self.home)
-        for folder in HOME_FOLDERS:
-            if _inside(folded, home / folder):
+        text = str(real)
+        folded = _folded(text)
+        for path, folder in self._folders:
+            if inside(folded, path):
                 return f"~/{folder} (credentials)"
-        for name in HOME_FILES:
-            if folded == home / name:
-                return f"~/{name} (credentials)"
-        for own in self.own:
-            if real == own or (real.parent == own.parent and real.name.startswith(own.name + "-")):
+        name = self._files.get(folded)
+        if name is not None:
+            return f"~/{name} (credentials)"
+        for own in self.own:  # history.db, and its -wal, -shm and -journal beside it
+            own_text = str(own)
+            if text == own_text or (text.startswith(own_text + "-")
+                                     and "/" not in text[len(own_text):]):
                 return f"localgpt's own {own.name}"
-        name = real.name.casefold()
-        for pattern in NAME_PATTERNS:
-            if fnmatch.fnmatchcase(name, pattern):
+        base = os.path.basename(folded)
+        for rule, pattern in _NAME_RULES:
+            if rule.match(base):
                 return f"{pattern} (keys and environment files)"
-        if name.startswith("id_") and not name.endswith(".pub"):
+        if base.startswith("id_") and not base.endswith(".pub"):
             return "id_* without .pub (SSH private keys)"
         return None
 
@@ -131,7 +147,7 @@ class DenyList:
 
     def rule_for_head(self, real: Path, head: bytes) -> str | None:
         """The rule that refuses a file starting with `head` (its first bytes), or None."""
-        if any(_inside(real, allowed) for allowed in self.allow):
+        if any(inside(str(real), allowed) for allowed in self._allowed):
             return None
         if PRIVATE_KEY_HEADER.match(head[:HEAD_BYTES]):
             return "a private-key header (-----BEGIN … PRIVATE KEY-----)"

@@ -19,17 +19,18 @@ from typing import Any, BinaryIO
 
 from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
-from localgpt_cli.tools.sandbox import Sandbox, Warn
+from localgpt_cli.tools.sandbox import SECRET_MARGIN, Sandbox, Warn
 
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_LIMIT = 100_000
 MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200
-SNIFF_BYTES = 8192
+SNIFF_BYTES = max(8192, HEAD_BYTES)  # also what the private-key rule looks at
 
 
-def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result]:
-    """Open a sandboxed path for reading, refusing anything but a regular file.
+def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result, Path]:
+    """Open a sandboxed path for reading, refusing anything but a regular file; also
+    returns the resolved path, which the caller checks the first bytes read against.
 
     The type check is made on the opened descriptor, so a file swapped for a FIFO or a
     device between check and use is still caught; O_NONBLOCK keeps a FIFO from hanging.
@@ -45,28 +46,25 @@ def _open_regular(sandbox: Sandbox, path: str) -> tuple[BinaryIO, os.stat_result
     except OSError as exc:
         raise ToolError(f"cannot open {path}: {exc.strerror}") from None
     info = os.fstat(fd)
-    if stat.S_ISREG(info.st_mode):
-        try:
-            sandbox.check_head(real, path, os.pread(fd, HEAD_BYTES, 0))
-        except ToolError:
-            os.close(fd)
-            raise
     if stat.S_ISDIR(info.st_mode):
         os.close(fd)
         raise ToolError(f"{path} is a directory: use list_directory to see what it holds")
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise sandbox.refuse(path, "is not a regular file (device, pipe or socket)")
-    return os.fdopen(fd, "rb"), info
+    return os.fdopen(fd, "rb"), info, real
 
 
 def _page_of(
-    sandbox: Sandbox, path: str, text: str, page: int | None, max_chars: int, total_note: str
+    sandbox: Sandbox, path: str, data: bytes, page: int | None, max_chars: int, total_note: str
 ) -> str:
     """One window of `max_chars` characters, secrets redacted, with a marker when the
-    text goes on. Only the window (and a margin) is scanned for secrets, so a page of a
-    long file costs what it did before redaction."""
-    total = len(text)
+    text goes on. Only the window (and a margin) is scanned for secrets, and an ASCII
+    file is decoded only there, so a page of a long file costs no more than before
+    redaction."""
+    plain = data.isascii()  # then a byte is a character: no need to decode it all
+    text = "" if plain else data.decode("utf-8-sig", errors="replace")
+    total = len(data) if plain else len(text)
     pages = max(1, math.ceil(total / max_chars))
     number = page or 1
     if number > pages:
@@ -75,7 +73,10 @@ def _page_of(
         )
     start = (number - 1) * max_chars
     stop = min(total, start + max_chars)
-    part = sandbox.redacted_part(text, start, stop, path)
+    if plain:
+        part = _ascii_page(sandbox, path, data, start, stop)
+    else:
+        part = sandbox.redacted_part(text, start, stop, path)
     if pages == 1 and not total_note:
         return part
     shown = f"{stop - start}" if number == 1 else f"characters {start + 1}-{stop}"
@@ -84,6 +85,17 @@ def _page_of(
         f"{part}\n[… truncated: showed {shown} of {total} characters{total_note} "
         f"(page {number} of {pages}){more}]"
     )
+
+
+def _ascii_page(sandbox: Sandbox, path: str, data: bytes, start: int, stop: int) -> str:
+    """`data[start:stop]` of an ASCII file, redacted: only the lines the redaction looks
+    at (the page and SECRET_MARGIN either side, to whole lines) are decoded."""
+    low = data.rfind(b"\n", 0, max(0, start - SECRET_MARGIN)) + 1
+    high = data.find(b"\n", min(len(data), stop + SECRET_MARGIN))
+    high = len(data) if high == -1 else high
+    window = data[low:high].decode("ascii")
+    lines_before = data.count(b"\n", 0, low) if low else 0
+    return sandbox.redacted_part(window, start - low, stop - low, path, lines_before)
 
 
 def _human_size(size: int) -> str:
@@ -158,9 +170,10 @@ def read_file(
     sandbox: Sandbox, path: str, page: int | None = None, max_chars: int = DEFAULT_MAX_CHARS
 ) -> str:
     """Text of a file in the sandbox (PDF text by page), capped at `max_chars`."""
-    fh, info = _open_regular(sandbox, path)
+    fh, info, real = _open_regular(sandbox, path)
     with fh:
-        head = fh.read(SNIFF_BYTES)
+        head = fh.read(SNIFF_BYTES)  # the secrets rule on the first bytes comes first
+        sandbox.check_head(real, path, head)
         if head.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
             fh.seek(0)
             return sandbox.redacted(_read_pdf(fh, path, page, max_chars), path)
@@ -169,15 +182,18 @@ def read_file(
                 f"refused: {path} looks like a binary file ({_human_size(info.st_size)}); "
                 "only text and PDF files can be read"
             )
-        data = (head + fh.read(max(0, MAX_READ_BYTES - len(head))))[:MAX_READ_BYTES]
-    text = data.decode("utf-8-sig", errors="replace")
+        if len(head) < SNIFF_BYTES:
+            data = head[:MAX_READ_BYTES]  # the whole file
+        else:
+            fh.seek(0)
+            data = fh.read(MAX_READ_BYTES)
     note = ""
     if info.st_size > MAX_READ_BYTES:
         note = (
             f" read from the first {_human_size(MAX_READ_BYTES)} of a "
             f"{_human_size(info.st_size)} file"
         )
-    return _page_of(sandbox, path, text, page, max_chars, note)
+    return _page_of(sandbox, path, data, page, max_chars, note)
 
 
 def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False) -> str:

@@ -87,9 +87,27 @@ class _Interrupts:
 
 
 def _flush(stream: IO[str] | None) -> None:
-    with contextlib.suppress(Exception):
-        if stream is not None:
-            stream.flush()
+    if stream is None:
+        return
+    try:  # noqa: SIM105 - not contextlib.suppress: this runs four times a call
+        stream.flush()
+    except Exception:  # a closed or broken stream: nothing to flush
+        pass
+
+
+_sinks: dict[int, IO[bytes]] = {}
+
+
+def _sink() -> IO[bytes]:
+    """This process's capture file, empty: one temporary file reused by every call (calls
+    run one at a time), since creating one per call cost as much as a small read_file.
+    Keyed by pid, so a forked child never shares its parent's file offset."""
+    sink = _sinks.get(os.getpid())
+    if sink is None or sink.closed:
+        sink = _sinks[os.getpid()] = tempfile.TemporaryFile()  # noqa: SIM115 - kept open
+    sink.seek(0)
+    sink.truncate()
+    return sink
 
 
 @contextlib.contextmanager
@@ -97,27 +115,27 @@ def _stdout_captured(outcome: Outcome) -> Iterator[None]:
     """Point sys.stdout and file descriptor 1 at a temporary file; read it back on exit."""
     _flush(sys.stdout)
     _flush(sys.__stdout__)
-    with tempfile.TemporaryFile() as sink:
-        try:
-            saved: int | None = os.dup(1)
-        except OSError:
-            saved = None  # stdout is closed: only sys.stdout can be redirected
+    sink = _sink()
+    try:
+        saved: int | None = os.dup(1)
+    except OSError:
+        saved = None  # stdout is closed: only sys.stdout can be redirected
+    if saved is not None:
+        os.dup2(sink.fileno(), 1)
+    text = open(  # noqa: SIM115 - closed below, after the tool
+        sink.fileno(), "w", buffering=1, encoding="utf-8", errors="replace", closefd=False
+    )
+    try:
+        with contextlib.redirect_stdout(text):
+            yield
+    finally:
+        _flush(text)
+        text.close()
         if saved is not None:
-            os.dup2(sink.fileno(), 1)
-        text = open(  # noqa: SIM115 - closed below, after the tool
-            sink.fileno(), "w", buffering=1, encoding="utf-8", errors="replace", closefd=False
-        )
-        try:
-            with contextlib.redirect_stdout(text):
-                yield
-        finally:
-            _flush(text)
-            text.close()
-            if saved is not None:
-                _flush(sys.__stdout__)  # what the tool left in its buffer is the tool's
-                os.dup2(saved, 1)
-                os.close(saved)
-            outcome.output = _read_back(sink)
+            _flush(sys.__stdout__)  # what the tool left in its buffer is the tool's
+            os.dup2(saved, 1)
+            os.close(saved)
+        outcome.output = _read_back(sink)
 
 
 def _read_back(sink: IO[bytes]) -> str:

@@ -17,15 +17,11 @@ from pathlib import Path
 
 from localgpt_cli import redact as secrets
 from localgpt_cli.tools.base import ToolError
-from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
+from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList, inside
 
-SYSTEM_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+SYSTEM_TREES = ("/proc", "/sys", "/dev")
 Warn = Callable[[str, str], None]
 SECRET_MARGIN = 8192  # looked at around a page for a secret it cuts (a PEM key is < 7 KB)
-
-
-def _is_within(path: Path, root: Path) -> bool:
-    return path.is_relative_to(root)
 
 
 class Sandbox:
@@ -47,6 +43,7 @@ class Sandbox:
             if real not in resolved:
                 resolved.append(real)
         self.roots = tuple(resolved)
+        self._root_texts = tuple(str(r) for r in resolved)
 
     def roots_text(self) -> str:
         return ", ".join(str(r) for r in self.roots) or (
@@ -62,14 +59,12 @@ class Sandbox:
             raise ToolError("the path is empty")
         if "\x00" in path:
             raise self.refuse(repr(path), "contains a NUL byte")
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.base / candidate
-        real = Path(os.path.realpath(candidate))
-        if any(_is_within(real, tree) for tree in SYSTEM_TREES):
+        text = os.path.realpath(os.path.join(self.base, os.path.expanduser(path)))
+        if any(inside(text, tree) for tree in SYSTEM_TREES):
             raise self.refuse(path, "is in a system folder (/proc, /sys, /dev)")
-        if not any(_is_within(real, root) for root in self.roots):
+        if not any(inside(text, root) for root in self._root_texts):
             raise self.refuse(path, "is outside the allowed folders")
+        real = Path(text)
         rule = self.deny.rule_for(real)
         if rule is not None:
             raise self.denied(path, rule)
@@ -92,10 +87,15 @@ class Sandbox:
         """`text` with what looks like a secret replaced, and a warning naming the lines."""
         return self.redacted_part(text, 0, len(text), path)
 
-    def redacted_part(self, text: str, start: int, stop: int, path: str) -> str:
-        """`text[start:stop]` redacted (secrets.redact_part), warning as `redacted` does."""
+    def redacted_part(
+        self, text: str, start: int, stop: int, path: str, lines_before: int = 0
+    ) -> str:
+        """`text[start:stop]` redacted (secrets.redact_part), warning as `redacted` does;
+        `lines_before`: lines of the file before `text` (a window of it), so the warning
+        names the file's line."""
         clean, found = secrets.redact_part(text, start, stop, SECRET_MARGIN)
         if found and self.warn is not None:
+            found = [secrets.Finding(f.kind, f.line + lines_before) for f in found]
             self.warn("secret_redacted", f"{path}: redacted {secrets.summary(found)} "
                       "before the model saw it")
         return clean

@@ -1,6 +1,6 @@
 """Redaction benchmark: what looking for secrets costs per MB, and what it adds to read_file.
 
-    python -m tests.bench.redaction [--mb 4] [--runs 7]
+    python -m tests.bench.redaction [--mb 4] [--runs 7] [--baseline 1a03c35]
 
 Three texts of `--mb` MB: *prose* (Markdown with no secret-like word), *code* (Python and
 config that says password, token and key often, with no secret), *secrets* (the same
@@ -10,13 +10,18 @@ same lines when it is installed (`pip install detect-secrets`), the maintained d
 the patterns follow (on a quarter MB, scaled: it is slow). Then read_file with redaction
 and with it switched off, interleaved, to show what a read costs more than before:
 through the tool as the model calls it, at the default page of 20,000 characters, on a
-1 MB and a 10 KB file.
+1 MB and a 10 KB file. Last, the same reads against the code of `--baseline` (the commit
+before the secrets rules and redaction, exported with `git archive`), each in its own
+process, interleaved: what "a read costs no more than today" is measured against.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -85,6 +90,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=4.0)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--baseline", default="1a03c35",
+                        help="the commit to compare read_file with (before issue 29)")
     args = parser.parse_args()
     scan = detect_secrets_scan()
     for kind in ("prose", "code", "secrets"):
@@ -103,6 +110,7 @@ def main() -> None:
             on, off = read_costs(Path(tmp), name, args.runs * 40)
             print(f"read_file {name} ({mb:g} MB, default page): {on * 1000:.3f} ms CPU with "
                   f"redaction, {off * 1000:.3f} ms without ({on / off:.3f}x)")
+        against_baseline(Path(tmp), args.baseline, args.runs)
 
 
 def read_costs(folder: Path, name: str, runs: int) -> tuple[float, float]:
@@ -125,6 +133,50 @@ def read_costs(folder: Path, name: str, runs: int) -> tuple[float, float]:
     finally:
         redact_module.redact_part = real
     return statistics.median(on_s), statistics.median(off_s)
+
+# One process's median CPU time of read_file over a folder, for each file named.
+_CHILD = """
+import statistics, sys, time
+from pathlib import Path
+from localgpt_cli.tools.files import file_tools
+folder = Path(sys.argv[1])
+tool = {t.name: t for t in file_tools([folder], folder)}["read_file"]
+for name in sys.argv[2:]:
+    tool.run({"path": name})
+    samples = []
+    for _ in range(200):
+        start = time.process_time()
+        tool.run({"path": name})
+        samples.append(time.process_time() - start)
+    print(name, statistics.median(samples))
+"""
+
+
+def against_baseline(folder: Path, baseline: str, rounds: int) -> None:
+    """read_file's CPU per call in this checkout and in `baseline`'s code, alternating
+    processes, medians of `rounds` rounds."""
+    here = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory() as old:
+        archive = subprocess.run(["git", "-C", str(here), "archive", baseline],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+        names = ["guide.md", "small.md"]
+        times: dict[tuple[str, str], list[float]] = {}
+        for _ in range(rounds):
+            for label, code in (("baseline", old), ("now", str(here))):
+                env = {**os.environ, "PYTHONPATH": code}
+                out = subprocess.run([sys.executable, "-c", _CHILD, str(folder), *names],
+                                     capture_output=True, text=True, check=True, env=env,
+                                     cwd=code).stdout
+                for line in out.splitlines():
+                    name, value = line.split()
+                    times.setdefault((label, name), []).append(float(value))
+    for name in names:
+        base = statistics.median(times[("baseline", name)])
+        now = statistics.median(times[("now", name)])
+        print(f"read_file {name} against {baseline}: {now * 1000:.3f} ms CPU now, "
+              f"{base * 1000:.3f} ms before ({now / base:.3f}x)")
+
 
 if __name__ == "__main__":
     main()
