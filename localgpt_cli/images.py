@@ -60,7 +60,6 @@ class Picture:
     width: int
     height: int
     source: str  # the file, "stdin", or "scan.pdf page 2": what the user calls it
-    original_bytes: int  # the file's size before any conversion
     changed: str | None = None  # "downscaled from 4000x3000", "converted from image/webp"
 
     @property
@@ -92,11 +91,11 @@ def picture(data: bytes, source: str) -> Picture:
     image = _decoded(data, source)
     width, height = image.size
     if media_type in SENT_AS_IS and max(width, height) <= MAX_SIDE:
-        return Picture(data, media_type, width, height, source, len(data))
-    return fitted(image, source, len(data), media_type)
+        return Picture(data, media_type, width, height, source)
+    return fitted(image, source, media_type)
 
 
-def fitted(image: Any, source: str, original_bytes: int, media_type: str) -> Picture:
+def fitted(image: Any, source: str, media_type: str) -> Picture:
     """A decoded Pillow image as PNG (JPEG stays JPEG), at most MAX_SIDE on its longest
     side: what a picture in another format, or a too large one, is sent as."""
     width, height = image.size
@@ -113,8 +112,7 @@ def fitted(image: Any, source: str, original_bytes: int, media_type: str) -> Pic
             image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
         image.save(out, "PNG", compress_level=1)  # zlib's fastest: 6 took 8 s on a photo
         sent = "image/png"
-    return Picture(out.getvalue(), sent, image.size[0], image.size[1], source,
-                   original_bytes, changed)
+    return Picture(out.getvalue(), sent, image.size[0], image.size[1], source, changed)
 
 
 def _decoded(data: bytes, source: str) -> Any:

@@ -68,7 +68,7 @@ def page_pictures(path: Path, pages: list[int], dpi: int = DPI) -> list[Picture]
             except PdfiumError as exc:
                 raise InvalidInput(f"{path} page {number} cannot be rendered ({exc}); "
                                    "nothing was sent.") from exc
-            out.append(fitted(image, f"{path} page {number}", 0, "image/png"))
+            out.append(fitted(image, f"{path} page {number}", "image/png"))
     finally:
         document.close()
     return out

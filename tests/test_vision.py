@@ -259,3 +259,45 @@ def test_the_openai_wire_sends_image_url_parts_with_data_urls(wire, tmp_path):
     r = invoke("chat", "-m", "text:plain", "--image", str(tmp_path / "a.jpg"), "what is it?")
     assert r.exit_code == 2 and "plain cannot see images" in r.stderr, r.stderr
     assert len([q for q in wire.requests if q["path"] == "/v1/chat/completions"]) == 1
+
+
+def _version_2_history(backend: str) -> None:
+    """A history database as the localgpt before pictures left it (schema version 2)."""
+    from localgpt_cli.history import pg_schema, schema
+
+    if backend == "sqlite":
+        history_db().parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(history_db(), isolation_level=None)
+        for statement in (*schema.MIGRATIONS[0], *schema.MIGRATIONS[1]):
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 2")
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(os.environ["LOCALGPT_HISTORY_URL"], autocommit=True) as conn:
+        conn.execute("CREATE TABLE localgpt_schema (version integer NOT NULL)")
+        conn.execute("INSERT INTO localgpt_schema VALUES (2)")
+        for statement in (*pg_schema.MIGRATIONS[0], *pg_schema.MIGRATIONS[1]):
+            conn.execute(statement)
+
+
+def test_an_existing_history_is_migrated_to_keep_pictures(backend, vision, tmp_path):
+    _version_2_history(backend)
+    assert _kept_table_missing(backend)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "localgpt" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[history]\nkeep_images = true\n")
+    data = png(color=(4, 5, 6))
+    (tmp_path / "a.png").write_bytes(data)
+    assert invoke("chat", "-m", "eyes", "--image", str(tmp_path / "a.png"), "hi").exit_code == 0
+    assert [row[3] for row in _kept(backend)] == [data]
+
+
+def _kept_table_missing(backend: str) -> bool:
+    if backend == "sqlite":
+        return stored("SELECT count(*) FROM sqlite_master WHERE name = 'message_images'") == [(0,)]
+    import psycopg
+
+    with psycopg.connect(os.environ["LOCALGPT_HISTORY_URL"]) as conn:
+        return conn.execute("SELECT to_regclass('localgpt_message_images')").fetchone() == (None,)
