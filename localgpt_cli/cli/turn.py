@@ -149,7 +149,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     """The chat the flags describe, and the question given on the command line or piped
     in (None: the REPL asks). Whatever can be refused is refused here, before a model is
     called: contradicting flags, unreadable files, binary stdin, no conversation to
-    continue."""
+    continue, a picture that is not one or a model that cannot see it (attachments.py)."""
     from localgpt_cli.cli.answer import answer_options
     from localgpt_cli.cli.attachments import (
         can_see,
