@@ -25,7 +25,7 @@ from PIL import Image
 
 from localgpt_cli.images import MAX_SIDE
 from tests.cli import ROOT, invoke
-from tests.openai_standin import OpenAIStandIn
+from tests.openai_standin import Answer, OpenAIStandIn, ToolCall
 from tests.pdfgen import make_pdf
 from tests.standin import Reply, seen_reply
 
@@ -243,7 +243,7 @@ def wire(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAI
         config = isolated_env / "config" / "localgpt" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f'[providers.work]\nkind = "openai"\nbase_url = "{server.url}"\n'
-                          'capabilities = ["vision"]\n'
+                          'capabilities = ["vision", "tools"]\n'
                           f'[providers.text]\nkind = "openai"\nbase_url = "{server.url}"\n')
         yield server
 
@@ -259,6 +259,21 @@ def test_the_openai_wire_sends_image_url_parts_with_data_urls(wire, tmp_path):
     r = invoke("chat", "-m", "text:plain", "--image", str(tmp_path / "a.jpg"), "what is it?")
     assert r.exit_code == 2 and "plain cannot see images" in r.stderr, r.stderr
     assert len([q for q in wire.requests if q["path"] == "/v1/chat/completions"]) == 1
+
+
+def test_read_file_on_the_openai_wire_attaches_the_picture_to_a_user_message(wire, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = png(kind="GIF")  # converted to PNG on its way
+    (tmp_path / "a.gif").write_bytes(data)
+    wire.script(Answer(tool_calls=[ToolCall("read_file", '{"path": "a.gif"}')]))
+    r = invoke("chat", "-m", "work:seer", "-T", "read_file", "what is in a.gif?")
+    assert r.exit_code == 0, r.stderr
+    messages = wire.requests[-1]["body"]["messages"]
+    assert messages[-2]["role"] == "tool" and messages[-1]["role"] == "user"
+    (part,) = [p for p in messages[-1]["content"] if p["type"] == "image_url"]
+    sent = base64.b64decode(part["image_url"]["url"].removeprefix("data:image/png;base64,"))
+    assert Image.open(io.BytesIO(sent)).size == (32, 24) and r.stdout == sees(sent) + "\n"
 
 
 def _version_2_history(backend: str) -> None:
