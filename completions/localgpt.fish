@@ -46,6 +46,8 @@ complete -c localgpt -n '__fish_seen_subcommand_from chat' -l threshold -x -d 'M
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l theta -x -d 'Gate strictness: 0 keeps every reranked excerpt, 1 only near-certain support [default: rag.theta, else 0.15].'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s C -l collection -x -d 'Knowledge-base collection.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -s f -l file -r -F -d 'Put a whole file into the context (repeatable).'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l pages -x -d 'Only these pages of the -f PDFs (2-3,5); a vision model sees them as pictures, another reads their text.'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l image -x -d 'Show a vision model a picture (repeatable; - reads it from stdin): PNG, JPEG, GIF, WebP, TIFF or BMP, downscaled past 2048 pixels.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l lock -d 'Use only the --file files: no retrieval.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l rerank-model -x -d 'Re-score the first 20 candidates (at least 2k) with a reranker a provider serves (a cross-encoder behind /rerank); search\'s and chat\'s gate then keep a passage when its relevance reaches θ [default: rag.rerank_model, none].'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l pipeline -x -a 'full fast' -d 'full: shaper, judged sources and S_ctx by the chat model (at most 4 extra requests); fast: retrieval only [default: rag.pipeline, full].'

@@ -64,6 +64,8 @@ SPECS: tuple[Spec, ...] = (
          "where history is kept: sqlite (<home>/history.db), memory, postgres"),
     Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,
          "postgresql://… URL of a shared history (its password is never shown)"),
+    Spec("history.keep_images", None, False, bool,
+         "keep the bytes of pictures sent to a model (default: their hash and size only)"),
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 

@@ -14,6 +14,7 @@ prints its base URL on the first stdout line and serves until SIGTERM.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import re
 import signal
@@ -23,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.standin import seen_reply
 
 
 @dataclass
@@ -60,6 +63,18 @@ class Answer:
     usage: tuple[int, int] = (11, 7)  # prompt, completion
 
 
+def _images(messages: list[Any]) -> list[bytes]:
+    """The pictures of every message's `image_url` parts (`data:` URLs), decoded."""
+    out = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else []:
+            url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
+            if url.startswith("data:") and ";base64," in url:
+                out.append(base64.b64decode(url.split(";base64,", 1)[1]))
+    return out
+
+
 def _words(text: str) -> list[str]:
     out: list[str] = []
     for word in text.split(" "):
@@ -91,6 +106,7 @@ class OpenAIStandIn:
         # As vLLM started without --enable-auto-tool-choice: a request offering tools is
         # refused with HTTP 400 naming them.
         self.refuse_tools = False
+        self.vision: set[str] = set()  # models that take `image_url` parts (others: 400)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -101,9 +117,13 @@ class OpenAIStandIn:
 
     default = Answer(content="Hello there.")  # what an unscripted request gets
 
-    def next_answer(self) -> Answer:
+    def next_answer(self, images: list[bytes] | None = None) -> Answer:
+        """The next scripted answer; else, to pictures, what it sees (tests/standin.py's
+        seen_reply: each one's size and sha256); else `default`."""
         with self.lock:
-            return self.answers.pop(0) if self.answers else self.default
+            if self.answers:
+                return self.answers.pop(0)
+        return Answer(content=seen_reply(images)) if images else self.default
 
     @property
     def url(self) -> str:
@@ -186,7 +206,11 @@ class _Handler(BaseHTTPRequestHandler):
             msg = ('"auto" tool choice requires --enable-auto-tool-choice and '
                    "--tool-call-parser to be set")
             return self._error(400, msg, "BadRequestError")
-        answer = self.standin.next_answer()
+        images = _images(body.get("messages") or [])
+        if images and body.get("model") not in self.standin.vision:
+            msg = f"{body.get('model')} is not a multimodal model"  # as vLLM says
+            return self._error(400, msg, "BadRequestError")
+        answer = self.standin.next_answer(images)
         if answer.status != 200:
             extra = {"Retry_After": answer.retry_after} if answer.retry_after else {}
             return self._error(answer.status, f"HTTP {answer.status}", "server_error", **extra)

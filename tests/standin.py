@@ -41,6 +41,7 @@ VERSION = "0.12.10"
 RUNTIME_ERROR = "an error was encountered while running the model"
 BUSY_ERROR = "server busy, please try again.  maximum pending requests exceeded"
 PULL_UNKNOWN_ERROR = "pull model manifest: file does not exist"
+NO_VISION_ERROR = "vision model not found"
 REGISTRY_PREFIX = "registry.ollama.ai/library/"
 WRITE_BATCH = 64 * 1024  # bytes of chunk frames gathered per socket write on fast streams
 DEFAULT_NUM_CTX = 4096  # what Ollama loads a model with when the request sets no num_ctx
@@ -894,6 +895,13 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("tools") and "tools" not in spec.capabilities:
             self._send_error(400, f"{REGISTRY_PREFIX}{spec.name} does not support tools")
             return
+        images, bad_image = _images(messages)
+        if bad_image is not None:
+            self._send_error(400, bad_image)
+            return
+        if images and "vision" not in spec.capabilities:
+            self._send_error(500, NO_VISION_ERROR)  # Ollama's engine since 0.6.1
+            return
         options = body.get("options") if isinstance(body.get("options"), dict) else {}
         standin._load(spec, keep_alive, options.get("num_ctx"))
         if not messages:
@@ -911,7 +919,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             reply = standin._format_reply(body)
         else:
-            reply = standin._next_reply(spec.name) or standin._default_reply(raw)
+            reply = standin._next_reply(spec.name) or (
+                Reply(content=seen_reply(images)) if images else standin._default_reply(raw))
         if reply.http_status is not None:
             message = reply.http_error or (
                 BUSY_ERROR if reply.http_status == 503 else HTTPStatus(reply.http_status).phrase
@@ -1033,6 +1042,30 @@ _ROUTES: dict[tuple[str, str], Callable[[_Handler, dict], None]] = {
     ("POST", "/api/embed"): _Handler.embed,
     ("POST", "/api/chat"): _Handler.chat,
 }
+
+
+def seen_reply(images: Sequence[bytes]) -> str:
+    """What a vision model of the stand-in answers about the pictures it received: each
+    one's size and sha256, so a test checks the bytes that reached the wire."""
+    seen = "; ".join(f"{len(data)} bytes sha256 {hashlib.sha256(data).hexdigest()}"
+                     for data in images)
+    return f"I see {len(images)} image(s): {seen}."
+
+
+def _images(messages: Any) -> tuple[list[bytes], str | None]:
+    """The pictures of every message (Ollama's `images`: base64 strings), decoded; or
+    Ollama's 400 text for one that is not base64."""
+    import base64
+    import binascii
+
+    out: list[bytes] = []
+    for message in messages if isinstance(messages, list) else []:
+        for text in (message.get("images") or []) if isinstance(message, dict) else []:
+            try:
+                out.append(base64.b64decode(text, validate=True))
+            except (binascii.Error, ValueError, TypeError):
+                return [], "illegal base64 data at input byte 0"
+    return out, None
 
 
 def _check_reply(reply: Reply) -> None:

@@ -87,7 +87,7 @@ def test_help_imports_nothing_heavy():
         "import sys; from localgpt_cli.cli.main import cli\n"
         "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
         "heavy = [m for m in ('ollama', 'httpx', 'lancedb', 'pyarrow', 'rich', 'pypdf', "
-        "'pypdfium2', "
+        "'pypdfium2', 'PIL', "
         "'numpy', 'orjson', 'pydantic', 'prompt_toolkit') if m in sys.modules]\n"
         "print('HEAVY=' + ','.join(heavy))"
     )

@@ -91,6 +91,8 @@ EXPECTED: dict[str, str] = {
     """localgpt models --json | jq -r 'select(.type=="model").name'""":
         r"llama3\.2:latest\nqwen3:latest\ngemma2:latest\nnomic-embed-text:latest\n"
         r"all-minilm:latest\n",
+    # the default catalogue has no vision model; tests/test_vision.py runs it with one
+    """localgpt models --json | jq -r 'select(.capabilities | index("vision")) | .name'""": "",
     """localgpt models show qwen3 --json | jq 'select(.type=="model_info").capabilities'""":
         re.escape(json.dumps(["completion", "tools", "thinking"], indent=2) + "\n"),
     """localgpt search -k 3 --json "vpn setup" | jq -r 'select(.type=="hit").path'""":

@@ -15,7 +15,8 @@ def test_models_lists_by_default_as_records(standin):
     rec = next(x for x in r.records() if x["name"] == "llama3.2:latest")
     assert rec["type"] == "model"
     assert set(rec) == {"type", "name", "size", "family", "parameters", "quantization",
-                        "modified_at", "provider"}
+                        "modified_at", "provider", "capabilities"}
+    assert rec["capabilities"] == ["completion", "tools"]
     assert rec["provider"] == "ollama"
     assert isinstance(rec["size"], int) and rec["quantization"]
 

@@ -34,6 +34,9 @@ Examples:
   localgpt chat --functions mytools.py "what's the weather in Oslo?"
   localgpt chat "how do I reset the VPN?"   # retrieves from ingested documents
   localgpt chat -f report.pdf --lock "summarise the findings"
+  localgpt chat -m gemma3 --image photo.jpg "what is on the shelf?"
+  cat dialog.png | localgpt chat -m gemma3 "what does this error say?"
+  localgpt chat -m gemma3 -f scan.pdf --pages 2-3 "transcribe the table"
   localgpt chat --explain --gate model "how do I reset the VPN?"
   localgpt chat -c --explain "what was the build server called?"
   localgpt chat            # interactive: /new, /remember, /tools, /model work:M, /exit
@@ -97,6 +100,12 @@ Examples:
 @click.option("-C", "--collection", metavar="NAME", help="Knowledge-base collection.")
 @click.option("-f", "--file", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               metavar="PATH", help="Put a whole file into the context (repeatable).")
+@click.option("--pages", metavar="N-M",
+              help="Only these pages of the -f PDFs (2-3,5); a vision model sees them as "
+                   "pictures, another reads their text.")
+@click.option("--image", "images", multiple=True, metavar="FILE",
+              help="Show a vision model a picture (repeatable; - reads it from stdin): PNG, "
+                   "JPEG, GIF, WebP, TIFF or BMP, downscaled past 2048 pixels.")
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
 @answer_flags
 @json_option
@@ -105,7 +114,8 @@ Examples:
 def chat(app: App, flags: ChatFlags) -> None:
     """Ask a model. With no PROMPT and a terminal, start an interactive chat.
 
-    Piped stdin is attached to the prompt as context. Output: the answer as Markdown
+    Piped stdin is attached to the prompt as context (a picture, known by its first
+    bytes, is shown to a vision model as --image - would). Output: the answer as Markdown
     on a terminal, the plain answer text when piped, StreamPackets with --json.
     """
     turns, question = open_chat(app, flags)

@@ -42,6 +42,8 @@ class ChatFlags:
     theta: float | None
     collection: str | None
     files: tuple[str, ...]
+    pages: str | None  # --pages N-M of the -f PDFs (cli/attachments.py)
+    images: tuple[str, ...]  # --image FILE ("-": stdin)
     lock: bool
     # the answer pipeline (cli/answer.py)
     pipeline: str | None

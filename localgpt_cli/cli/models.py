@@ -8,6 +8,7 @@ import click
 
 from localgpt_cli.cli.app import App, json_option, pass_app, provider_option
 from localgpt_cli.config import cache_dir
+from localgpt_cli.llm.catalog import ModelCatalog
 from localgpt_cli.llm.provider import ModelSummary
 from localgpt_cli.render.tables import human_size, print_table
 
@@ -15,6 +16,7 @@ EPILOG = """\b
 Examples:
   localgpt models                      # same as: localgpt models list
   localgpt models --json | jq -r 'select(.type=="model").name'
+  localgpt models --json | jq -r 'select(.capabilities | index("vision")) | .name'
   localgpt models show qwen3
   localgpt models show -p work deepseek-chat
   localgpt models ps
@@ -49,10 +51,12 @@ Examples:
 def list_cmd(app: App, refresh: bool) -> None:
     """List every provider's models: name, size, family, parameters, quantization,
     modified, and the provider (a profile that does not answer is a warning)."""
-    listed = list_providers(app, refresh)
-    if app.output.json:
+    catalogs: dict[str, ModelCatalog] = {}
+    listed = list_providers(app, refresh, catalogs)
+    if app.output.json:  # with each model's capabilities (/api/show, cached like the list)
         for name, m in listed:
-            app.output.record({**m.to_record(), "provider": name})
+            app.output.record({**m.to_record(), "provider": name,
+                               "capabilities": _capabilities(catalogs[name], m.name)})
         return
     several = len({name for name, _m in listed}) > 1 or bool(app.settings.profiles)
     rows = [
@@ -70,12 +74,24 @@ def list_cmd(app: App, refresh: bool) -> None:
     )
 
 
-def list_providers(app: App, refresh: bool) -> list[tuple[str, ModelSummary]]:
-    """The models of the chosen provider (`--provider`), else of every configured one and
-    the Ollama at `host`. One that cannot be asked is a warning while another answers;
-    when none does, the first failure is the command's error."""
+def _capabilities(catalog: ModelCatalog, model: str) -> list[str] | None:
+    """What the model can do (`vision`, `tools`, …): `models --json | jq` finds a model
+    for a task by them. None when the server cannot say (the listing goes on)."""
     from localgpt_cli.errors import LocalGPTError
-    from localgpt_cli.llm.catalog import ModelCatalog
+
+    try:
+        return catalog.show(model).capabilities
+    except LocalGPTError:
+        return None
+
+
+def list_providers(app: App, refresh: bool, catalogs: dict[str, ModelCatalog] | None = None,
+                   ) -> list[tuple[str, ModelSummary]]:  # fmt: skip
+    """The models of the chosen provider (`--provider`), else of every configured one and
+    the Ollama at `host` (each one's catalog put in `catalogs`). One that cannot be asked
+    is a warning while another answers; when none does, the first failure is the
+    command's error."""
+    from localgpt_cli.errors import LocalGPTError
 
     settings = app.settings
     chosen = settings.sources["provider"] == "flag"
@@ -86,7 +102,10 @@ def list_providers(app: App, refresh: bool) -> list[tuple[str, ModelSummary]]:
         cache = cache_dir() / ("models.json" if name == "ollama" else f"models-{name}.json")
         try:
             provider = app.provider(name)
-            found, _cached = ModelCatalog(provider, cache).list(refresh=refresh)
+            catalog = ModelCatalog(provider, cache)
+            found, _cached = catalog.list(refresh=refresh)
+            if catalogs is not None:
+                catalogs[name] = catalog
             problem = getattr(provider, "problem", lambda: None)()  # listed, not runnable
             if problem is not None:
                 app.output.warn("provider_unusable", f"provider {name!r}: {problem}")

@@ -21,6 +21,7 @@ from localgpt_cli.errors import EXIT_INTERRUPTED, InvalidInput, NotFound, UsageE
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
     from localgpt_cli.history.types import Conversation
+    from localgpt_cli.images import Picture
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.request import Toolbox, TurnRequest
@@ -61,6 +62,7 @@ class ChatTurns:
     toolbox: Toolbox | None = None
     answer: AnswerOptions | None = None
     search: Any = None  # search_documents' search, for tools switched on later by /tools
+    pictures: list[Picture] = field(default_factory=list)  # for the first question only
 
     @property
     def kept(self) -> bool:
@@ -79,6 +81,7 @@ class ChatTurns:
         from localgpt_cli.project_memory import ProjectMemory
 
         flags = self.flags
+        pictures, self.pictures = self.pictures, []
         return TurnRequest(
             model=self.model,
             provider=self.app.settings.provider,
@@ -96,6 +99,7 @@ class ChatTurns:
             memory=memory_settings(self.app.settings.values, self.app.settings.sources),
             project_memory=[MemoryFact(f.text, f.important) for f in ProjectMemory(
                 self.app.settings.home_dir).facts_for(self.app.settings.collection)],
+            images=pictures, keep_images=bool(self.app.settings.values["history.keep_images"]),
         )
 
     def run(self, request: TurnRequest) -> TurnOutcome:
@@ -145,8 +149,15 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     """The chat the flags describe, and the question given on the command line or piped
     in (None: the REPL asks). Whatever can be refused is refused here, before a model is
     called: contradicting flags, unreadable files, binary stdin, no conversation to
-    continue."""
+    continue, a picture that is not one or a model that cannot see it (attachments.py)."""
     from localgpt_cli.cli.answer import answer_options
+    from localgpt_cli.cli.attachments import (
+        can_see,
+        image_files,
+        is_pdf,
+        pdf_pages,
+        require_vision,
+    )
     from localgpt_cli.llm.options import parse_options
 
     if flags.continue_ and flags.cid:
@@ -158,9 +169,13 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     if flags.lock and not flags.files:
         raise UsageError("--lock uses only the files named with -f/--file; name at least one.")
     options = parse_options(flags.options)
-    files = [read_context_file(p) for p in flags.files]
+    paged = is_pdf if flags.pages else lambda path: False  # read by pdf_pages below
+    files = [read_context_file(p) for p in flags.files if not paged(p)]
     text = " ".join(flags.prompt).strip()
-    piped = stdin_text(app)
+    pictures = image_files(flags)
+    piped = None if "-" in flags.images else stdin_text(app)
+    if piped is not None and not isinstance(piped, str):  # a picture was piped in
+        pictures, piped = [*pictures, piped], None
     continuing = flags.continue_ or bool(flags.cid)
     store, conversation = _history(app, flags, continuing)
     settings = app.settings
@@ -170,10 +185,17 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         window=settings.window, options=options, files=files,
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
+    if flags.pages:
+        paged_pictures, paged_files = pdf_pages(flags, can_see(app, turns.model))
+        pictures.extend(paged_pictures)
+        turns.files.extend(paged_files)
+    require_vision(app, turns.model, pictures)
+    turns.pictures = pictures
     refuse_unusable(app)
     turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
-    question = turns.request(text, piped, turns.conversation_id) if text or piped else None
+    asked = text or piped or pictures
+    question = turns.request(text, piped, turns.conversation_id) if asked else None
     return turns, question
 
 
@@ -270,14 +292,17 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
     return retriever, toolbox, search
 
 
-def stdin_text(app: App) -> str | None:
-    """Piped stdin, if any: attached to the prompt as context.
+def stdin_text(app: App) -> str | Picture | None:
+    """Piped stdin, if any: attached to the prompt as context (a picture, known by its
+    first bytes, is returned as one: cli/attachments.py).
 
     Read as bytes and decoded the way ingest decodes a file (rag/decode.py), so a Latin-1
     log or a UTF-16 export is text with a warning instead of a crash; bytes that are not
     text at all (a NUL byte: an executable, an image) are refused before anything is
     sent or stored, since the model could only answer about mojibake.
     """
+    from localgpt_cli.cli.attachments import piped_picture
+    from localgpt_cli.images import sniff
     from localgpt_cli.rag.decode import decode_text
     from localgpt_cli.rag.filetypes import SNIFF_BYTES, looks_binary
     from localgpt_cli.redact import redact, summary
@@ -291,6 +316,8 @@ def stdin_text(app: App) -> str | None:
     except (AttributeError, ValueError):
         return None
     data = stream.buffer.read(SNIFF_BYTES)  # `cat /dev/zero |` is refused, not read forever
+    if sniff(data[:16]) is not None:
+        return piped_picture(data, stream.buffer)
     if looks_binary(data):
         raise InvalidInput(
             f"stdin is binary (a NUL byte in its first {SNIFF_BYTES // 1024} KiB), not text; "

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from localgpt_cli.history.types import Conversation, Message
+from localgpt_cli.history.types import Conversation, Message, image_lines
 from localgpt_cli.pairing import paired
 
 _HEADINGS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
@@ -63,6 +63,9 @@ def _message_blocks(message: Message) -> list[str]:
         blocks.append(
             _fence(message.content, "text") if message.role == "tool" else message.content
         )
+    pictures = image_lines(message)
+    if pictures:
+        blocks.append("\n".join(f"- {line}" for line in pictures))
     for call in message.tool_calls or []:
         name, arguments = _call_parts(call)
         blocks.append(f"**Tool call:** `{name}`\n\n" + _fence(_pretty(arguments), "json"))

@@ -56,6 +56,7 @@ class MemoryStore:
         self._conversations: dict[str, _Conversation] = {}
         self._order = 0  # insertion order of messages, newest highest (search's window)
         self._messages: dict[str, tuple[str, int]] = {}  # message id -> (cid, order)
+        self.images: dict[tuple[str, str], tuple[str, bytes]] = {}  # keep_image's
 
     def close(self) -> None:
         """Nothing to release: the conversations live as long as the store object."""
@@ -121,6 +122,12 @@ class MemoryStore:
         with self._lock:
             conversation = self.create_conversation(model)
             return self.add_message(conversation.id, "user", content, metadata=metadata)
+
+    def keep_image(self, message_id: str, sha256: str, media_type: str, data: bytes) -> None:
+        """history.keep_images: a picture's bytes, for as long as this process runs."""
+        with self._lock:
+            self.get_message(message_id)  # NotFound, as the other stores
+            self.images[(message_id, sha256)] = (media_type, data)
 
     def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
         """Merge `changes` into a message's metadata (a None value removes the key)."""

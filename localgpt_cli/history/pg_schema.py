@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localgpt_cli.history.schema import BACKFILL_REPLY_TO, ROLES, too_new
+from localgpt_cli.history.schema import BACKFILL_REPLY_TO, IMAGES_TABLE, ROLES, too_new
 
 # pg_advisory_xact_lock key for migrations: "LGPT" as in schema.APPLICATION_ID.
 MIGRATION_LOCK = 0x4C475054
@@ -65,7 +65,10 @@ _V2 = (
     BACKFILL_REPLY_TO.format(messages="localgpt_messages"),
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+_V3 = (IMAGES_TABLE.format(table="localgpt_message_images", messages="localgpt_messages",
+                          blob="bytea"),)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

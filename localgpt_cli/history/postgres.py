@@ -32,7 +32,7 @@ from localgpt_cli.history import search as _search
 from localgpt_cli.history import textsearch
 from localgpt_cli.history.pg_schema import migrate, stored_version
 from localgpt_cli.history.rows import dump, iso, title_from
-from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.schema import KEEP_IMAGE, ROLES
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
 from localgpt_cli.ids import new_id
 
@@ -170,19 +170,11 @@ class PostgresStore:
                         dict(metadata or {}), "")  # fmt: skip
         return self._store(draft, model)
 
-    def add_message(
-        self,
-        conversation_id: str,
-        role: str,
-        content: str,
-        *,
-        thinking: str | None = None,
-        tool_calls: list[dict[str, Any]] | None = None,
-        tool_name: str | None = None,
-        tool_call_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        reply_to: str | None = None,
-    ) -> Message:
+    def add_message(self, conversation_id: str, role: str, content: str, *,
+                    thinking: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+                    tool_name: str | None = None, tool_call_id: str | None = None,
+                    metadata: dict[str, Any] | None = None,
+                    reply_to: str | None = None) -> Message:  # fmt: skip
         """Append a message (next seq), committed when this returns; the conversation's
         row is locked first, so concurrent appends queue instead of colliding."""
         if role not in ROLES:
@@ -220,6 +212,12 @@ class PostgresStore:
                 (message.created_at, title, message.conversation_id),
             )
         return message
+
+    @_store_call
+    def keep_image(self, message_id: str, sha256: str, media_type: str, data: bytes) -> None:
+        """history.keep_images: a picture's bytes, beside the message that sent it."""
+        self._conn.execute(KEEP_IMAGE.format(table="localgpt_message_images", p="%s"),
+                           (message_id, sha256, media_type, data))  # fmt: skip
 
     @_store_call
     def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:

@@ -60,6 +60,11 @@ class Store(Protocol):
         (a process killed in between must not leave an empty conversation as `latest`)."""
         ...
 
+    def keep_image(self, message_id: str, sha256: str, media_type: str, data: bytes) -> None:
+        """Keep a picture's bytes beside the message that sent it (history.keep_images;
+        the message's metadata `images` always has its hash and size). Deleted with it."""
+        ...
+
     def update_metadata(self, message_id: str, changes: dict[str, Any]) -> Message:
         """Merge `changes` into a message's metadata; a None value removes that key.
 

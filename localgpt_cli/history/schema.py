@@ -104,7 +104,22 @@ _V2 = (
     BACKFILL_REPLY_TO.format(messages="messages"),
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+# history.keep_images: the bytes of the pictures a message sent (its metadata's `images`
+# always has their hashes and sizes), deleted with it. {blob}: BLOB or bytea.
+IMAGES_TABLE = """
+    CREATE TABLE {table} (
+        message_id text NOT NULL REFERENCES {messages} (id) ON DELETE CASCADE,
+        sha256     text NOT NULL,
+        media_type text NOT NULL,
+        data       {blob} NOT NULL,
+        PRIMARY KEY (message_id, sha256)
+    )
+"""
+KEEP_IMAGE = ("INSERT INTO {table} (message_id, sha256, media_type, data)"
+              " VALUES ({p}, {p}, {p}, {p}) ON CONFLICT DO NOTHING")
+_V3 = (IMAGES_TABLE.format(table="message_images", messages="messages", blob="BLOB"),)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

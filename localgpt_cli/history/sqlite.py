@@ -43,7 +43,7 @@ from localgpt_cli.history.rows import (
     message_from_row,
     title_from,
 )
-from localgpt_cli.history.schema import ROLES
+from localgpt_cli.history.schema import KEEP_IMAGE, ROLES
 from localgpt_cli.history.sqlite_import import import_into
 from localgpt_cli.history.types import Conversation, ConversationSummary, Message, SearchHit
 from localgpt_cli.ids import new_id
@@ -229,21 +229,23 @@ class SQLiteStore:
             return import_into(self._conn, conversation, messages, replace)
 
     @_store_call
-    def delete(self, conversation_ids: Iterable[str]) -> int:
-        """Delete conversations (full ids) with their messages and index entries.
+    def keep_image(self, message_id: str, sha256: str, media_type: str, data: bytes) -> None:
+        """history.keep_images: a picture's bytes, beside the message that sent it."""
+        with self._write():
+            self._conn.execute(KEEP_IMAGE.format(table="message_images", p="?"),
+                               (message_id, sha256, media_type, data))  # fmt: skip
 
-        All or nothing: if any id is unknown, NotFound names it and nothing is deleted.
-        Returns how many were deleted.
-        """
+    @_store_call
+    def delete(self, conversation_ids: Iterable[str]) -> int:
+        """Delete conversations (full ids) with their messages and index entries, all or
+        nothing: NotFound names an unknown id and nothing is deleted. Returns how many."""
         ids = list(dict.fromkeys(conversation_ids))
         with self._write():
             missing = [cid for cid in ids if self._conn.execute(
                 "SELECT 1 FROM conversations WHERE id = ?", (cid,)).fetchone() is None]
             if missing:
                 raise NotFound(f"no conversation has id {', '.join(missing)}; nothing deleted.")
-            self._conn.executemany(
-                "DELETE FROM conversations WHERE id = ?", [(cid,) for cid in ids]
-            )
+            self._conn.executemany("DELETE FROM conversations WHERE id = ?", [(c,) for c in ids])
         return len(ids)
 
     @_store_call
@@ -327,11 +329,8 @@ class SQLiteStore:
 
     @_store_call
     def messages(self, conversation_id: str, *, last: int | None = None) -> list[Message]:
-        """The messages of a conversation in seq order; with `last`, only the last N.
-
-        The last N are read backwards along the (conversation_id, seq) index, so the
-        cost depends on N, not on the length of the conversation.
-        """
+        """The messages of a conversation in seq order; with `last`, only the last N (read
+        backwards along the (conversation_id, seq) index: the cost depends on N alone)."""
         self._require_conversation(conversation_id)
         if last is not None and last < 0:
             raise ValueError("last must not be negative")

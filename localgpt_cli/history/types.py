@@ -87,6 +87,21 @@ class Message:
         }
 
 
+def image_lines(message: Message) -> list[str]:
+    """`image: a.png (image/png, 640x480, 1,234 bytes, sha256 3f9a1c2e…)` for each picture
+    a message sent (its metadata `images`, kernel/pictures.py): what `history show` and
+    the Markdown export say of them, the bytes being kept only with history.keep_images."""
+    lines = []
+    for ref in message.metadata.get("images") or ():
+        if isinstance(ref, dict):
+            size = ref.get("bytes")
+            lines.append(f"image: {ref.get('source')} ({ref.get('media_type')}, "
+                         f"{ref.get('width')}x{ref.get('height')}, "
+                         f"{size if not isinstance(size, int) else format(size, ',')} bytes, "
+                         f"sha256 {str(ref.get('sha256'))[:12]}…)")
+    return lines
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """A message that matched `history search`, with the matching words marked."""

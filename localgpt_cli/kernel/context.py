@@ -25,6 +25,9 @@ Message = dict[str, Any]
 
 _PIECE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\W\d_A-Za-z]+|\n\s*|\S")
 MESSAGE_OVERHEAD = 4  # role markers and separators each chat template adds
+# What a picture costs in the prompt, estimated: vision encoders spend 256 (Gemma 3) to
+# 576 (LLaVA) tokens on one, Qwen2.5-VL about one per 28x28 pixels (~1,000 at 1024 px).
+IMAGE_TOKENS = 768
 SAFETY = 0.9  # use at most 90% of the context for the estimated prompt + answer room
 DEFAULT_WINDOW = 20
 # Ollama's own default context when a request sets no num_ctx.
@@ -80,7 +83,7 @@ def message_tokens(message: Message) -> int:
         total += estimate_tokens(message["thinking"])
     for call in message.get("tool_calls") or ():
         total += estimate_tokens(str(call))
-    return total
+    return total + IMAGE_TOKENS * len(message.get("images") or ())
 
 
 @dataclass

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UnsupportedCapability
+from localgpt_cli.images import Picture
+from localgpt_cli.kernel import pictures
 from localgpt_cli.kernel.normalize import Normalizer, ToolCallRequest
 from localgpt_cli.kernel.packets import PacketFactory, StreamPacket
 from localgpt_cli.kernel.strategy import Warn
@@ -86,6 +88,7 @@ class AgentLoop:
         read_local: bool = False,
         on_message: OnMessage | None = None,
         warn: Warn | None = None,
+        vision: bool = False,
     ) -> None:
         self.client = client
         self.model = model
@@ -102,6 +105,8 @@ class AgentLoop:
         self.on_message = on_message or (lambda message: None)
         self.warn = warn or (lambda code, message: None)
         self.state = LoopState(read_local=read_local)
+        self.vision = vision  # pictures a tool returns are shown to the model
+        self._seen: list[Picture] = []  # ... on the request after this iteration's tools
         self._call_seq = 0
         self._last_signature: str | None = None
         self._repeats = 0
@@ -140,6 +145,9 @@ class AgentLoop:
                         f"{REPEAT_LIMIT} times in a row."
                     ))
                     return
+            if self._seen:
+                messages.append(pictures.follow_up(self._seen))
+                self._seen = []
         last = normalizer.tool_calls[-1].name
         yield from self._stop("max_iterations", (
             f"the model was still calling tools (last {last}) after {self.max_iterations} "
@@ -211,6 +219,7 @@ class AgentLoop:
             "iteration": self.state.iterations,
         })
         start = time.perf_counter()
+        seen = len(self._seen)
         result, ok, preview = self._outcome(call)
         duration_ms = int((time.perf_counter() - start) * 1000)
         payload = {"call_id": call_id, "name": call.name, "ok": ok, "result": result,
@@ -220,11 +229,12 @@ class AgentLoop:
         yield self.factory.make("tool_result", payload)
         message = {"role": "tool", "tool_name": call.name, "content": result}
         messages.append(message)
-        self.on_message({**message, "tool_call_id": call_id, "ok": ok, "preview": preview})
+        self.on_message({**message, "tool_call_id": call_id, "ok": ok, "preview": preview,
+                         "images": [p.ref() for p in self._seen[seen:]]})
 
     def _outcome(self, call: ToolCallRequest) -> tuple[str, bool, dict[str, Any] | None]:
         """(result for the model, ok, the preview shown to the user or None)."""
-        from localgpt_cli.tools.base import ToolError
+        from localgpt_cli.tools.base import ToolError, text_of
 
         tool = self.enabled.get(call.name)
         if call.error is not None:
@@ -248,7 +258,11 @@ class AgentLoop:
         try:
             if tool.preview:
                 return self._preview(tool, call.arguments)
-            result = tool.run(call.arguments)
+            printed, value = tool.call(call.arguments)
+            if isinstance(value, Picture):  # read_file on an image
+                self._seen.extend([value] if self.vision else [])
+                value = pictures.tool_result(value, self.vision)
+            result = text_of(printed, value)
         except ToolError as exc:
             return f"Error: {exc}", False, None
         self.state.read_local = self.state.read_local or tool.reads_local

@@ -16,6 +16,7 @@ from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, Approve
 from localgpt_cli.kernel.memory import MemorySettings
 
 if TYPE_CHECKING:
+    from localgpt_cli.images import Picture
     from localgpt_cli.tools.base import Tool
     from localgpt_cli.tools.selection import Selection
 
@@ -51,6 +52,8 @@ class TurnRequest:
     memory: MemorySettings = field(default_factory=MemorySettings)
     project_memory: list[MemoryFact] = field(default_factory=list)  # right after the system
     answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
+    images: list[Picture] = field(default_factory=list)  # shown to the model with the prompt
+    keep_images: bool = False  # history.keep_images: store their bytes, not only hashes
 
     def user_content(self, piped: str | None = None) -> str:
         """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of

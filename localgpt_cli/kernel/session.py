@@ -14,11 +14,12 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelNotFound
-from localgpt_cli.kernel import strategy
+from localgpt_cli.kernel import pictures, strategy
 from localgpt_cli.kernel.answer.ground import ground, previous_turns
 from localgpt_cli.kernel.answer.pipeline import AnswerOptions, payload
 from localgpt_cli.kernel.answer.prompt import fit_passages, grounded, pinned_blocks
 from localgpt_cli.kernel.context import (
+    IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
     SERVER_DEFAULT_CTX,
     assemble,
@@ -143,6 +144,7 @@ class Turn:
                 read_local=holds_local_data(messages, enabled, bool(request.files or (
                     self.grounding and self.grounding.kept))),
                 on_message=self._store_step, warn=self.warn,
+                vision="vision" in info.capabilities,
             )
             yield from self.loop.run(messages)
             yield from self._done(self.loop.state.reason)
@@ -206,18 +208,24 @@ class Turn:
                                 context_length, request.model, self.warn)
         pinned = pinned_blocks(request.system, self.facts.texts, attached, self.grounding)
         pinned_tokens = sum(message_tokens(m) for m in pinned)
-        self.user_content = self._fit_user_content(budget - pinned_tokens, context_length)
+        seen_tokens = IMAGE_TOKENS * len(request.images)  # pictures travel with the question
+        self.user_content = self._fit_user_content(budget - pinned_tokens - seen_tokens,
+                                                   context_length)
         stored: list[Message] = []
         if self.store is not None and self.conversation_id is not None:
             stored = self.store.messages(self.conversation_id)
         current = {"role": "user", "content": self.user_content}
+        seen = pictures.attach(current, request.images)  # history keeps their hashes
         if self.store is not None:  # --no-save: the store is this process's memory
             if self.conversation_id is None:  # with its first question, or not at all
-                question = self.store.start_conversation(request.model, current["content"])
+                question = self.store.start_conversation(request.model, current["content"],
+                                                         metadata=seen)
                 self.conversation_id = question.conversation_id
             else:
-                question = self.store.add_message(self.conversation_id, "user", current["content"])
+                question = self.store.add_message(self.conversation_id, "user",
+                                                  current["content"], metadata=seen)
             self.question_id, self._user_stored = question.id, True
+            pictures.keep(self.store, question.id, request.images, request.keep_images)
         history = self._recall(stored, budget - pinned_tokens - message_tokens(current))
         assembled = assemble(
             pinned, history, current, context_length=context_length, options=options,
@@ -288,7 +296,8 @@ class Turn:
                 self.conversation_id, "tool", message["content"],
                 tool_name=message["tool_name"], tool_call_id=message["tool_call_id"],
                 reply_to=self.question_id, metadata={"ok": message["ok"]} | (
-                    {"preview": message["preview"]} if message.get("preview") else {}),
+                    {"preview": message["preview"]} if message.get("preview") else {}) | (
+                    {"images": message["images"]} if message.get("images") else {}),
             )
         else:
             self.store.add_message(

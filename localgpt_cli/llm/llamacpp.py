@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError, ModelError, ModelNotFound
-from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk, wire_messages
+from localgpt_cli.llm.openai import OPTION_FIELDS, Assembly, Chunk
+from localgpt_cli.llm.openai_messages import wire_messages
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 
 if TYPE_CHECKING:

@@ -39,6 +39,7 @@ from localgpt_cli.llm.openai_http import (
     status_error,
     translate,
 )
+from localgpt_cli.llm.openai_messages import wire_messages
 from localgpt_cli.llm.provider import EmbedStats, ModelInfo, ModelSummary
 from localgpt_cli.llm.tool_refusals import ToolRefusals
 
@@ -96,27 +97,6 @@ def parse_call(name: str, raw: str) -> ToolCall:
     if not isinstance(args, dict):
         return ToolCall(Function(name, {}, "its arguments are not a JSON object"))
     return ToolCall(Function(name, args))
-
-
-def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The kernel's (Ollama-shaped) messages as OpenAI wants them: tool calls with ids and
-    JSON-string arguments, tool results pointing at those ids."""
-    out: list[dict[str, Any]] = []
-    pending: list[str] = []  # ids of the last assistant's calls not yet answered
-    for n, m in enumerate(messages):
-        role = m.get("role")
-        msg: dict[str, Any] = {"role": role, "content": m.get("content") or ""}
-        if role == "assistant" and m.get("tool_calls"):
-            calls: list[dict[str, Any]] = []
-            for i, call in enumerate(m["tool_calls"]):
-                fn = call.get("function", call)
-                calls.append({"id": f"call_{n}_{i}", "type": "function", "function": {
-                    "name": fn["name"], "arguments": json.dumps(fn.get("arguments") or {})}})
-            msg["tool_calls"], pending = calls, [c["id"] for c in calls]
-        elif role == "tool":
-            msg["tool_call_id"] = pending.pop(0) if pending else f"call_{n}"
-        out.append(msg)
-    return out
 
 
 class Assembly:

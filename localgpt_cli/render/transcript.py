@@ -12,6 +12,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from localgpt_cli.history.types import image_lines
 from localgpt_cli.render.history import title
 from localgpt_cli.render.tables import local_time
 
@@ -131,6 +132,7 @@ def _show_plain(
                 block.append(_folded(m.thinking))
         if m.content:
             block.append(m.content.rstrip("\n"))
+        block.extend(image_lines(m))
         block.extend(calls.get(m.id, []))
         note = _unfinished(m)
         if note:
@@ -169,6 +171,8 @@ def _show_pretty(
                 console.print(Markdown(m.content))
             else:
                 console.print(Text(m.content))
+        for line in image_lines(m):
+            console.print(Text(line, style="dim"))
         for line in calls.get(m.id, []):
             console.print(Text(line, style="yellow"))
         note = _unfinished(m)

@@ -72,9 +72,7 @@ class Tool:
         and KeyboardInterrupt included, becomes a ToolError: a plugin's bug must not end
         the user's turn. Only a real Ctrl-C (or SIGTERM) does (see tools/isolation.py).
         """
-        printed, value = self.call(arguments)
-        result = as_text(value)
-        return f"{printed}\n{result}" if printed and result else printed or result
+        return text_of(*self.call(arguments))
 
     def call(self, arguments: Mapping[str, Any] | None) -> tuple[str, Any]:
         """Validate, call the handler contained; (what it printed, what it returned)."""
@@ -131,6 +129,12 @@ def describe(tool: Tool) -> dict[str, Any]:
         "network": tool.network,
         "parameters": tool.parameters,
     }
+
+
+def text_of(printed: str, value: Any) -> str:
+    """A tool's text for the model: what its handler printed, then what it returned."""
+    result = as_text(value)
+    return f"{printed}\n{result}" if printed and result else printed or result
 
 
 def as_text(value: Any) -> str:

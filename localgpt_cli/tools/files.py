@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from localgpt_cli.errors import InvalidInput
+from localgpt_cli.images import MAX_FILE_BYTES, Picture, picture, sniff
 from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
 from localgpt_cli.tools.sandbox import SECRET_MARGIN, Sandbox, Warn
@@ -168,12 +170,15 @@ def _cut(text: str, max_chars: int, what: str) -> str:
 
 def read_file(
     sandbox: Sandbox, path: str, page: int | None = None, max_chars: int = DEFAULT_MAX_CHARS
-) -> str:
-    """Text of a file in the sandbox (PDF text by page), capped at `max_chars`."""
+) -> str | Picture:
+    """Text of a file in the sandbox (PDF text by page), capped at `max_chars`; a picture
+    (known by its first bytes) as a `Picture`, which the agent loop shows a vision model."""
     fh, info, real = _open_regular(sandbox, path)
     with fh:
         head = fh.read(SNIFF_BYTES)  # the secrets rule on the first bytes comes first
         sandbox.check_head(real, path, head)
+        if sniff(head[:16]) is not None:
+            return _picture(head + fh.read(MAX_FILE_BYTES + 1 - len(head)), path)
         if head.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
             fh.seek(0)
             return sandbox.redacted(_read_pdf(fh, path, page, max_chars), path)
@@ -194,6 +199,14 @@ def read_file(
             f"{_human_size(info.st_size)} file"
         )
     return _page_of(sandbox, path, data, page, max_chars, note)
+
+
+def _picture(data: bytes, path: str) -> Picture:
+    """The picture, or its refusal (not a picture, too large, damaged) as a ToolError."""
+    try:
+        return picture(data, path)
+    except InvalidInput as exc:
+        raise ToolError(exc.message.replace("; nothing was sent", "")) from None
 
 
 def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False) -> str:
@@ -267,7 +280,7 @@ def file_tools(
 
 
 def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
-    def run_read(args: dict[str, Any]) -> str:
+    def run_read(args: dict[str, Any]) -> str | Picture:
         return read_file(
             sandbox, args["path"], args.get("page"), args.get("max_chars", default_max_chars)
         )
@@ -275,7 +288,8 @@ def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
     return Tool(
         name="read_file",
         description=(
-            "Read a text or PDF file and return its text. Long files come back in pages "
+            "Read a text or PDF file and return its text; an image is shown to you if you "
+            "can see images. Long files come back in pages "
             f"of max_chars characters (default {default_max_chars}); PDFs by page. "
             f"Relative paths start in {sandbox.base}. {where}"
         ),
