@@ -15,6 +15,7 @@ from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.retrieval import THETA
+from localgpt_cli.cli.structured_flags import structured_flags
 from localgpt_cli.cli.turn import open_chat, pass_flags
 from localgpt_cli.errors import UsageError
 
@@ -36,6 +37,8 @@ Examples:
   localgpt chat -f report.pdf --lock "summarise the findings"
   localgpt chat --explain --gate model "how do I reset the VPN?"
   localgpt chat -c --explain "what was the build server called?"
+  cat ticket.txt | localgpt chat --schema 'title, severity int' "triage this"
+  localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[].name'
   localgpt chat            # interactive: /new, /remember, /tools, /model work:M, /exit
 """
 
@@ -99,6 +102,7 @@ Examples:
               metavar="PATH", help="Put a whole file into the context (repeatable).")
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
 @answer_flags
+@structured_flags
 @json_option
 @pass_app
 @pass_flags

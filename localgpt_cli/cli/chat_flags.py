@@ -49,3 +49,6 @@ class ChatFlags:
     gate: str
     condense: bool | None
     explain: bool
+    # answers a script can parse (cli/structured_flags.py)
+    schema: str | None
+    schema_multi: str | None

@@ -51,6 +51,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                "Search a collection: hybrid, vector or keyword."),
     "eval": ("localgpt_cli.cli.eval", "eval_command",
              "Measure retrieval quality (nDCG, recall, MRR) on labelled questions."),
+    "schema": ("localgpt_cli.cli.schema_cmd", "schema",
+               "Print the JSON Schema a --schema SPEC ('title, severity int') means."),
     "completions": ("localgpt_cli.cli.docgen", "completions",
                     "Print the bash, zsh or fish completion script."),
     "man": ("localgpt_cli.cli.docgen", "man", "Print a man page (roff): localgpt man | man -l -"),

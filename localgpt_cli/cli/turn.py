@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.request import Toolbox, TurnRequest
+    from localgpt_cli.structured.spec import StructuredSpec
+
+
+ONCE = frozenset({"format_unsupported", "schema_unsupported"})
 
 
 def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
@@ -61,6 +65,8 @@ class ChatTurns:
     toolbox: Toolbox | None = None
     answer: AnswerOptions | None = None
     search: Any = None  # search_documents' search, for tools switched on later by /tools
+    structured: StructuredSpec | None = None  # --schema / --schema-multi
+    said: set[str] = field(default_factory=set)  # warnings said once per command
 
     @property
     def kept(self) -> bool:
@@ -96,7 +102,16 @@ class ChatTurns:
             memory=memory_settings(self.app.settings.values, self.app.settings.sources),
             project_memory=[MemoryFact(f.text, f.important) for f in ProjectMemory(
                 self.app.settings.home_dir).facts_for(self.app.settings.collection)],
+            structured=self.structured,
         )
+
+    def warn(self, code: str, message: str) -> None:
+        """A warning; the ones about a server (it cannot constrain output) once per command,
+        not once per `--each` input."""
+        if code in ONCE and code in self.said:
+            return
+        self.said.add(code)
+        self.app.output.warn(code, message)
 
     def run(self, request: TurnRequest) -> TurnOutcome:
         """Run one turn through a renderer; the exit code is 130 when interrupted."""
@@ -107,9 +122,13 @@ class ChatTurns:
         app = self.app
         refuse_unusable(app)  # the REPL's /model may have chosen another provider
         turn = Turn(app.client, app.catalog, request, store=self.store,
-                    toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
+                    toolbox=self.toolbox, retriever=self.retriever, warn=self.warn)
         renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
                                  kept=self.kept)
+        if request.structured is not None and not app.output.json:
+            from localgpt_cli.render.structured import StructuredRenderer
+
+            renderer = StructuredRenderer(app.output, lambda: getattr(turn.loop, "attempts", []))
         try:
             for packet in turn:
                 renderer.packet(packet)
@@ -148,6 +167,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     continue."""
     from localgpt_cli.cli.answer import answer_options
     from localgpt_cli.llm.options import parse_options
+    from localgpt_cli.structured.spec import structured_spec
 
     if flags.continue_ and flags.cid:
         raise UsageError("Use either -c/--continue or --cid, not both.")
@@ -158,6 +178,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     if flags.lock and not flags.files:
         raise UsageError("--lock uses only the files named with -f/--file; name at least one.")
     options = parse_options(flags.options)
+    structured = structured_spec(flags.schema, flags.schema_multi)
     files = [read_context_file(p) for p in flags.files]
     text = " ".join(flags.prompt).strip()
     piped = stdin_text(app)
@@ -171,6 +192,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
     refuse_unusable(app)
+    turns.structured = structured
     turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if text or piped else None
@@ -245,7 +267,10 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
     from localgpt_cli.cli.retrieval import knowledge_base
     from localgpt_cli.cli.toolbox import chat_groups
 
-    tools_on, groups, where = chat_groups(app, flags.tools, flags.no_tools)
+    # with a schema the model answers, it does not call, unless tools are asked for
+    asked = bool(flags.tools or flags.only_tools or flags.functions)
+    no_tools = flags.no_tools or (bool(flags.schema or flags.schema_multi) and not asked)
+    tools_on, groups, where = chat_groups(app, flags.tools, no_tools)
     # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
     has_kb = (not flags.lock and (flags.rag is not False or tools_on)
               and knowledge_base(app, flags.rag))  # fmt: skip

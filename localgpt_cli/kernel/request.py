@@ -14,6 +14,7 @@ from localgpt_cli.kernel.facts import MemoryFact
 from localgpt_cli.kernel.grounding import ContextFile
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, Approve
 from localgpt_cli.kernel.memory import MemorySettings
+from localgpt_cli.structured.spec import StructuredSpec
 
 if TYPE_CHECKING:
     from localgpt_cli.tools.base import Tool
@@ -51,6 +52,7 @@ class TurnRequest:
     memory: MemorySettings = field(default_factory=MemorySettings)
     project_memory: list[MemoryFact] = field(default_factory=list)  # right after the system
     answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
+    structured: StructuredSpec | None = None  # --schema: the answer is JSON meeting it
 
     def user_content(self, piped: str | None = None) -> str:
         """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of
