@@ -56,6 +56,8 @@ complete -c localgpt -n '__fish_seen_subcommand_from chat' -l condense -l no-con
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l explain -d 'Print on stderr what was searched, which passages and earlier turns were kept or dropped, and why.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l schema -x -d 'Answer with JSON meeting SPEC, validated (exit 6 if it never does): a JSON Schema file, inline JSON, or fields like \'title, severity int, tags: short labels\'. Tools are off unless asked for.'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l schema-multi -x -d 'Like --schema, for an array of such objects (extraction).'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -l each -d 'With --schema: answer each stdin line (PROMPT the instruction), one JSON record per input in order; failures are error records (exit 5).'
+complete -c localgpt -n '__fish_seen_subcommand_from chat' -s 0 -l null -d 'With --each: inputs are separated by NUL bytes (find -print0).'
 complete -c localgpt -n '__fish_seen_subcommand_from chat' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from completions' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from config' -l json -d 'Write NDJSON records to stdout.'

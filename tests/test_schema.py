@@ -94,8 +94,9 @@ def test_a_schema_violation_twice_is_exit_6_nothing_on_stdout_and_both_kept(stan
     assert (r.exit_code, r.stdout) == (6, "")
     assert f"localgpt: answer 1, as the model wrote it:\n{bad}\n" in r.stderr
     assert "localgpt: answer 2: at $.severity: 'high' is not of type 'integer'" in r.stderr
-    assert r.stderr.endswith("also after a retry; nothing was printed. The raw answers are "
-                             "on stderr and in the history.\n")
+    assert r.stderr.endswith("localgpt: error: the answer does not match the schema (at "
+                             "$.severity: 'high' is not of type 'integer'), also after a "
+                             "retry.\n")
     shown = invoke("history", "show", "--json", "latest")
     (answer,) = [m for m in shown.records() if m.get("role") == "assistant"]
     assert answer["content"] == bad
@@ -103,3 +104,57 @@ def test_a_schema_violation_twice_is_exit_6_nothing_on_stdout_and_both_kept(stan
     attempts = answer["metadata"]["structured"]["attempts"]
     assert [a["raw"] for a in attempts] == [bad, bad]
     assert "'high' is not of type 'integer'" in attempts[0]["error"]
+
+
+def test_schema_multi_prints_the_array_and_sends_an_object_holding_it(standin):
+    standin.script_format(Reply(content='{"items": [{"name": "Ann", "role": "chair"}, '
+                                        '{"name": "Bo", "role": "notes"}]}'))
+    r = invoke("chat", "--schema-multi", "name, role", "who attended?")
+    assert (r.exit_code, r.stdout) == (0, '[{"name":"Ann","role":"chair"},'
+                                          '{"name":"Bo","role":"notes"}]\n'), r.stderr
+    sent = standin.chat_requests()[-1]["format"]
+    assert sent["properties"]["items"]["items"]["required"] == ["name", "role"]
+    r = invoke("chat", "--schema", "a", "--schema-multi", "b", "q")
+    assert r.exit_code == 2 and "either --schema or --schema-multi" in r.stderr
+
+
+def test_it_composes_with_stdin_and_file_and_tools_only_when_asked(standin, tmp_path: Path):
+    notes = tmp_path / "minutes.txt"
+    notes.write_text("Ann chaired the meeting.")
+    r = invoke("chat", "--schema", "title", "-f", str(notes), "name it",
+               input="The disk is full.\n")
+    assert (r.exit_code, r.stdout) == (0, '{"title":"The disk is full."}\n'), r.stderr
+    body = standin.chat_requests()[-1]
+    assert any("Ann chaired the meeting." in m["content"] for m in body["messages"])
+    assert body["messages"][-1]["content"] == "The disk is full.\n\nname it"
+    assert not body.get("tools")
+    r = invoke("chat", "--schema", "title", "-T", "calculator", "what is 2+2?")
+    assert r.exit_code == 0, r.stderr
+    offered = standin.chat_requests()[-2]  # the tool phase, then the structured answer
+    assert [t["function"]["name"] for t in offered["tools"]] == ["calculator"]
+    assert "format" not in offered and standin.chat_requests()[-1]["format"]
+
+
+def test_each_writes_one_record_per_input_in_order_with_failures_in_place(standin):
+    standin.script_format(Reply(content="nope"), Reply(content="nope"))  # the first input
+    r = invoke("chat", "--schema", "label", "--each", "classify",
+               input="disk full\n\nvpn down\nprinter jam\n")
+    assert r.exit_code == 5
+    lines = r.stdout.splitlines()
+    first = json.loads(lines[0])
+    assert (first["type"], first["input_id"], first["code"]) == ("error", "1", "schema_mismatch")
+    assert lines[1:] == ['{"type":"structured","input_id":"3","value":{"label":"vpn down"}}',
+                         '{"type":"structured","input_id":"4","value":{"label":"printer jam"}}']
+    asked = [b["messages"][-1]["content"] for b in standin.chat_requests()]
+    assert asked[-2:] == ["vpn down\n\nclassify", "printer jam\n\nclassify"]
+
+
+def test_each_with_nul_separated_inputs_and_the_usage_errors(standin):
+    r = invoke("chat", "--schema", "label", "--each", "-0", input="two\nlines\0vpn\0")
+    assert (r.exit_code, r.stdout) == (0, '{"type":"structured","input_id":"1","value":{'
+                                          '"label":"two"}}\n{"type":"structured","input_id":'
+                                          '"2","value":{"label":"vpn"}}\n'), r.stderr
+    assert standin.chat_requests()[0]["messages"][-1]["content"] == "two\nlines"
+    r = invoke("chat", "--each", "x", input="a\n")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert "--each and -0 answer each input with --schema" in r.stderr

@@ -39,6 +39,7 @@ Examples:
   localgpt chat -c --explain "what was the build server called?"
   cat ticket.txt | localgpt chat --schema 'title, severity int' "triage this"
   localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[].name'
+  cat titles.txt | localgpt chat --schema 'label' --each "classify" | jq -r .value.label
   localgpt chat            # interactive: /new, /remember, /tools, /model work:M, /exit
 """
 
@@ -113,6 +114,10 @@ def chat(app: App, flags: ChatFlags) -> None:
     on a terminal, the plain answer text when piped, StreamPackets with --json.
     """
     turns, question = open_chat(app, flags)
+    if flags.each:
+        from localgpt_cli.cli.each import run_each
+
+        sys.exit(run_each(turns, " ".join(flags.prompt).strip(), flags.null))
     if question is not None:
         sys.exit(turns.run(question).code)
     if not stdin_is_tty():

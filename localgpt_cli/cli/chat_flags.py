@@ -52,3 +52,5 @@ class ChatFlags:
     # answers a script can parse (cli/structured_flags.py)
     schema: str | None
     schema_multi: str | None
+    each: bool  # one structured answer per stdin line (cli/each.py)
+    null: bool  # -0: the inputs are NUL-separated

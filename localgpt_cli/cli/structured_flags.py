@@ -15,6 +15,11 @@ _OPTIONS = (
                       "int, tags: short labels'. Tools are off unless asked for."),
     click.option("--schema-multi", "schema_multi", metavar="SPEC",
                  help="Like --schema, for an array of such objects (extraction)."),
+    click.option("--each", is_flag=True,
+                 help="With --schema: answer each stdin line (PROMPT the instruction), one "
+                      "JSON record per input in order; failures are error records (exit 5)."),
+    click.option("-0", "--null", "null", is_flag=True,
+                 help="With --each: inputs are separated by NUL bytes (find -print0)."),
 )  # fmt: skip
 
 

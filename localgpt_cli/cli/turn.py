@@ -113,8 +113,9 @@ class ChatTurns:
         self.said.add(code)
         self.app.output.warn(code, message)
 
-    def run(self, request: TurnRequest) -> TurnOutcome:
-        """Run one turn through a renderer; the exit code is 130 when interrupted."""
+    def run(self, request: TurnRequest, renderer: Any = None) -> TurnOutcome:
+        """Run one turn through a renderer (the output mode's, unless given); the exit code
+        is 130 when interrupted."""
         from localgpt_cli.kernel.session import Turn
         from localgpt_cli.render.chat import chat_renderer
         from localgpt_cli.render.explain import explain_packet
@@ -123,12 +124,13 @@ class ChatTurns:
         refuse_unusable(app)  # the REPL's /model may have chosen another provider
         turn = Turn(app.client, app.catalog, request, store=self.store,
                     toolbox=self.toolbox, retriever=self.retriever, warn=self.warn)
-        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
-                                 kept=self.kept)
-        if request.structured is not None and not app.output.json:
+        if renderer is None and request.structured is not None and not app.output.json:
             from localgpt_cli.render.structured import StructuredRenderer
 
             renderer = StructuredRenderer(app.output, lambda: getattr(turn.loop, "attempts", []))
+        elif renderer is None:
+            renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
+                                     kept=self.kept)
         try:
             for packet in turn:
                 renderer.packet(packet)
@@ -181,7 +183,10 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     structured = structured_spec(flags.schema, flags.schema_multi)
     files = [read_context_file(p) for p in flags.files]
     text = " ".join(flags.prompt).strip()
-    piped = stdin_text(app)
+    if (flags.each or flags.null) and structured is None:
+        raise UsageError("--each and -0 answer each input with --schema or --schema-multi; "
+                         "give one.")
+    piped = None if flags.each else stdin_text(app)  # --each reads stdin input by input
     continuing = flags.continue_ or bool(flags.cid)
     store, conversation = _history(app, flags, continuing)
     settings = app.settings
@@ -195,7 +200,8 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     turns.structured = structured
     turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
-    question = turns.request(text, piped, turns.conversation_id) if text or piped else None
+    question = turns.request(text, piped, turns.conversation_id) if (
+        text or piped) and not flags.each else None
     return turns, question
 
 

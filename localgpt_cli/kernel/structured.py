@@ -82,8 +82,7 @@ class StructuredLoop(AgentLoop):
             messages += [{"role": "assistant", "content": normalizer.answer},
                          {"role": "user", "content": retry_prompt(found)}]
         raise InvalidInput(f"the answer does not match the schema ({problem}), also after "
-                           "a retry; nothing was printed.", code="schema_mismatch",
-                           hint="The raw answers are on stderr and in the history.")
+                           "a retry.", code="schema_mismatch")
 
     def _count(self, normalizer: Normalizer) -> None:
         self.state.prompt_tokens = _add(self.state.prompt_tokens, normalizer.prompt_eval_count)
