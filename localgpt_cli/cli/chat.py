@@ -16,6 +16,7 @@ from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.retrieval import THETA
 from localgpt_cli.cli.structured_flags import structured_flags
+from localgpt_cli.cli.template_flags import template_flags
 from localgpt_cli.cli.turn import open_chat, pass_flags
 from localgpt_cli.errors import UsageError
 
@@ -40,6 +41,9 @@ Examples:
   cat ticket.txt | localgpt chat --schema 'title, severity int' "triage this"
   localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[].name'
   cat titles.txt | localgpt chat --schema 'label' --each "classify" | jq -r .value.label
+  localgpt chat --save triage -s "You triage tickets." --schema 'title, severity int'
+  cat ticket.txt | localgpt chat -t triage          # later: the saved flags, this input
+  localgpt chat -t summarize -P lang French < notes.txt
   localgpt chat            # interactive: /new, /remember, /tools, /model work:M, /exit
 """
 
@@ -104,6 +108,7 @@ Examples:
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
 @answer_flags
 @structured_flags
+@template_flags
 @json_option
 @pass_app
 @pass_flags
@@ -113,6 +118,11 @@ def chat(app: App, flags: ChatFlags) -> None:
     Piped stdin is attached to the prompt as context. Output: the answer as Markdown
     on a terminal, the plain answer text when piped, StreamPackets with --json.
     """
+    if flags.save:
+        from localgpt_cli.cli.template_flags import save_from_flags
+
+        save_from_flags(app, flags)
+        return
     turns, question = open_chat(app, flags)
     if flags.each:
         from localgpt_cli.cli.each import run_each

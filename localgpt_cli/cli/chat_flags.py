@@ -54,3 +54,7 @@ class ChatFlags:
     schema_multi: str | None
     each: bool  # one structured answer per stdin line (cli/each.py)
     null: bool  # -0: the inputs are NUL-separated
+    # templates (cli/template_flags.py)
+    template: str | None
+    params: tuple[tuple[str, str], ...]  # -P NAME VALUE
+    save: str | None

@@ -53,6 +53,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
              "Measure retrieval quality (nDCG, recall, MRR) on labelled questions."),
     "schema": ("localgpt_cli.cli.schema_cmd", "schema",
                "Print the JSON Schema a --schema SPEC ('title, severity int') means."),
+    "templates": ("localgpt_cli.cli.templates_cmd", "templates",
+                  "List, show and edit the prompts kept for chat -t NAME."),
     "completions": ("localgpt_cli.cli.docgen", "completions",
                     "Print the bash, zsh or fish completion script."),
     "man": ("localgpt_cli.cli.docgen", "man", "Print a man page (roff): localgpt man | man -l -"),

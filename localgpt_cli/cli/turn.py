@@ -168,9 +168,11 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     called: contradicting flags, unreadable files, binary stdin, no conversation to
     continue."""
     from localgpt_cli.cli.answer import answer_options
+    from localgpt_cli.cli.template_flags import with_template
     from localgpt_cli.llm.options import parse_options
     from localgpt_cli.structured.spec import structured_spec
 
+    flags, template = with_template(flags)  # the command line wins over the template
     if flags.continue_ and flags.cid:
         raise UsageError("Use either -c/--continue or --cid, not both.")
     app.set_flag("model", flags.model)
@@ -187,6 +189,10 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         raise UsageError("--each and -0 answer each input with --schema or --schema-multi; "
                          "give one.")
     piped = None if flags.each else stdin_text(app)  # --each reads stdin input by input
+    if template is not None:
+        from localgpt_cli.templates import fill
+
+        text, piped = fill(template, dict(flags.params), text, piped)
     continuing = flags.continue_ or bool(flags.cid)
     store, conversation = _history(app, flags, continuing)
     settings = app.settings
