@@ -158,3 +158,19 @@ def test_each_with_nul_separated_inputs_and_the_usage_errors(standin):
     r = invoke("chat", "--each", "x", input="a\n")
     assert (r.exit_code, r.stdout) == (2, "")
     assert "--each and -0 answer each input with --schema" in r.stderr
+
+
+def test_with_retrieval_the_passages_are_in_the_context_and_stdout_is_the_json(standin,
+                                                                                tmp_path: Path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "vpn.md").write_text("# VPN\n\nTo reset the VPN, run vpnctl reset.\n")
+    assert invoke("ingest", str(notes)).exit_code == 0
+    spec = "answer, source: the [Source: …] label of the passage used"
+    r = invoke("chat", "--pipeline", "fast", "--schema", spec, "how do I reset the VPN?")
+    assert r.exit_code == 0, r.stderr
+    (line,) = r.stdout.splitlines()
+    assert set(json.loads(line)) == {"answer", "source"} and "Sources:" not in r.stderr
+    body = standin.format_requests()[-1]
+    grounding = next(m["content"] for m in body["messages"][1:] if "[Source:" in m["content"])
+    assert "vpnctl reset" in grounding and "vpn.md" in grounding

@@ -40,7 +40,7 @@ Examples:
   localgpt chat -c --explain "what was the build server called?"
   cat ticket.txt | localgpt chat --schema 'title, severity int' "triage this"
   localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[].name'
-  cat titles.txt | localgpt chat --schema 'label' --each "classify" | jq -r .value.label
+  localgpt chat --schema label --each classify < titles.txt | jq -r 'select(.value).value.label'
   localgpt chat --save triage -s "You triage tickets." --schema 'title, severity int'
   cat ticket.txt | localgpt chat -t triage          # later: the saved flags, this input
   localgpt chat -t summarize -P lang French < notes.txt
