@@ -100,3 +100,15 @@ def test_the_in_process_model_validates_ten_times_out_of_ten(isolated_env: Path)
         assert record["type"] == "structured", record
         jsonschema.validate(record["value"], schema)
     assert "does not match" not in r.stderr  # no retry was needed
+
+
+def test_each_says_the_fallback_once_for_the_whole_batch(server):
+    server.formats = ()
+    server.script(Answer(content='{"title": "a", "severity": 1}'),
+                  Answer(content='{"title": "b", "severity": 2}'))
+    r = invoke("chat", "--provider", "work", "--schema", SPEC, "--each", "triage",
+               input="first\nsecond\n")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(x)["value"]["title"] for x in r.stdout.splitlines()] == ["a", "b"]
+    assert r.stderr == FALLBACK + NO_CONSTRAINT
+    assert formats(server) == ["json_schema", "json_object", None, None]  # learned once

@@ -6,11 +6,12 @@ The request constrains the model with its wire's own mechanism (`Provider.chat(f
 Ollama's `format`, the OpenAI wire's `response_format`, the in-process model's grammar).
 A server that refuses the schema is asked with `format="json"` (OpenAI's `json_object`),
 and one that refuses that too is asked with no constraint at all: its answer is only
-validated, which the user is told once. Either way the schema is also in the prompt, so
-an unconstrained model knows what to write, and the answer is checked with `jsonschema`
-(structured/validate.py) before anything is printed: a model that answers prose is sent
-the validator's message once, then the turn fails with exit 6, its raw answers kept in
-the history beside the error.
+validated, which the user is told once (and which this process remembers for that
+server and model, so `--each` does not ask again for every input). Either way the schema
+is also in the prompt, so an unconstrained model knows what to write, and the answer is
+checked with `jsonschema` (structured/validate.py) before anything is printed: a model
+that answers prose is sent the validator's message once, then the turn fails with exit
+6, its raw answers kept in the history beside the error.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from localgpt_cli.structured.spec import StructuredSpec
 
 ATTEMPTS = 2  # the answer, and one retry with the validator's message
 FORMAT_CODE = "format_unsupported"
+_UNKNOWN = "unknown"  # nothing learned yet: the schema itself
+# (server, model) -> the strongest constraint it took: `--each` asks once per input, and
+# a server that refused the schema for the first input need not be asked again.
+_LEARNED: dict[tuple[str, str], str | None] = {}
 
 
 def schema_prompt(spec: StructuredSpec) -> str:
@@ -50,7 +55,9 @@ class StructuredLoop(AgentLoop):
         self.spec = spec
         self.attempts: list[dict[str, Any]] = []  # each raw answer and what was wrong
         self.value: Any = None  # the validated answer (--schema-multi: the array)
-        self.constraint: str | dict[str, Any] | None = spec.schema
+        learned = _LEARNED.get(self._key, _UNKNOWN)
+        self.constraint: str | dict[str, Any] | None = (
+            spec.schema if learned == _UNKNOWN else learned)
 
     def run(self, messages: list[dict[str, Any]]) -> Iterator[StreamPacket]:
         from localgpt_cli.structured.validate import check
@@ -84,6 +91,10 @@ class StructuredLoop(AgentLoop):
         raise InvalidInput(f"the answer does not match the schema ({problem}), also after "
                            "a retry.", code="schema_mismatch")
 
+    @property
+    def _key(self) -> tuple[str, str]:
+        return (str(getattr(self.client, "host", "")), self.model)
+
     def _count(self, normalizer: Normalizer) -> None:
         self.state.prompt_tokens = _add(self.state.prompt_tokens, normalizer.prompt_eval_count)
         self.state.completion_tokens = _add(self.state.completion_tokens, normalizer.eval_count)
@@ -101,11 +112,11 @@ class StructuredLoop(AgentLoop):
                 if exc.code != FORMAT_CODE or self.constraint is None:
                     raise
                 if isinstance(self.constraint, dict):
-                    self.constraint = "json"
+                    self.constraint = _LEARNED[self._key] = "json"
                     self.warn("schema_unsupported", f"{self.model}'s server refused the "
                               "JSON Schema; asking it for JSON and validating that.")
                 else:
-                    self.constraint = None
+                    self.constraint = _LEARNED[self._key] = None
                     self.warn(FORMAT_CODE, f"{self.model}'s server cannot constrain its "
                               "output; its answers are validated against the schema "
                               "instead (one retry).")
