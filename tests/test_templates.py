@@ -107,3 +107,14 @@ def test_edit_opens_the_editor_on_a_new_template_and_checks_it(isolated_env, mon
     monkeypatch.setenv("EDITOR", "sed -i s/system/sistem/")
     r = invoke("templates", "edit", "fresh")
     assert r.exit_code == 6 and "fresh.toml:2: unknown key 'sistem'" in r.stderr
+
+
+def test_each_fills_the_templates_input_once_per_line(standin, summary):
+    r = invoke("chat", "-t", "summary", "-P", "who", "ops", "--schema", "gist", "--each",
+               input="disk full\nvpn down\n")
+    assert r.exit_code == 0, r.stderr
+    asked = [b["messages"][-1]["content"] for b in standin.chat_requests()]
+    assert asked == ["Summarise for ops:\n\ndisk full", "Summarise for ops:\n\nvpn down"]
+    assert len(r.stdout.splitlines()) == 2
+    r = invoke("chat", "-t", "summary", "--schema", "gist", "--each", input="a\nb\n")
+    assert (r.exit_code, r.stdout) == (2, "") and "needs $who" in r.stderr

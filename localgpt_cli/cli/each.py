@@ -64,16 +64,25 @@ def read_inputs(nul: bool) -> list[tuple[int, str]]:
     return inputs
 
 
+def _request(turns: ChatTurns, prompt: str, text: str) -> Any:
+    """One input's request: the input is the context and PROMPT the instruction, as with
+    piped stdin; with -t, the template's prompt filled with this input as $input."""
+    if turns.template is not None:
+        from localgpt_cli.templates import fill
+
+        prompt, piped = fill(turns.template, dict(turns.flags.params), prompt, text)
+        return turns.request(prompt, piped)
+    return turns.request(prompt, text) if prompt else turns.request(text)
+
+
 def run_each(turns: ChatTurns, prompt: str, nul: bool) -> int:
     """Every input's turn in order, one record each; the exit code (5: some failed)."""
     output = turns.app.output
     failed = 0
     for number, text in read_inputs(nul):
-        # the input is the context and PROMPT the instruction, as with piped stdin
-        request = turns.request(prompt, text) if prompt else turns.request(text)
         collector = Collector()
         try:
-            outcome = turns.run(request, collector)
+            outcome = turns.run(_request(turns, prompt, text), collector)
         except LocalGPTError as exc:  # refused before the model (the input is too long)
             collector.error, outcome = exc.to_payload(), None
         if collector.error is None and outcome is not None and outcome.code == 0:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.request import Toolbox, TurnRequest
     from localgpt_cli.structured.spec import StructuredSpec
+    from localgpt_cli.templates import Template
 
 
 ONCE = frozenset({"format_unsupported", "schema_unsupported"})
@@ -67,6 +68,7 @@ class ChatTurns:
     search: Any = None  # search_documents' search, for tools switched on later by /tools
     structured: StructuredSpec | None = None  # --schema / --schema-multi
     said: set[str] = field(default_factory=set)  # warnings said once per command
+    template: Template | None = None  # -t: --each fills its prompt once per input
 
     @property
     def kept(self) -> bool:
@@ -189,10 +191,11 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         raise UsageError("--each and -0 answer each input with --schema or --schema-multi; "
                          "give one.")
     piped = None if flags.each else stdin_text(app)  # --each reads stdin input by input
-    if template is not None:
+    if template is not None:  # a missing -P is refused here, also before --each's inputs
         from localgpt_cli.templates import fill
 
-        text, piped = fill(template, dict(flags.params), text, piped)
+        filled = fill(template, dict(flags.params), text, piped)
+        text, piped = (text, piped) if flags.each else filled  # --each: per input (each.py)
     continuing = flags.continue_ or bool(flags.cid)
     store, conversation = _history(app, flags, continuing)
     settings = app.settings
@@ -203,7 +206,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
     refuse_unusable(app)
-    turns.structured = structured
+    turns.structured, turns.template = structured, template
     turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
     question = turns.request(text, piped, turns.conversation_id) if (
