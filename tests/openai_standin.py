@@ -107,6 +107,11 @@ class OpenAIStandIn:
         # refused with HTTP 400 naming them.
         self.refuse_tools = False
         self.vision: set[str] = set()  # models that take `image_url` parts (others: 400)
+        # The `response_format` types the server accepts; a request with another is refused
+        # with HTTP 400 naming it (llama-server before json_schema, LM Studio without
+        # json_object). An unscripted json_schema request is answered with an instance of
+        # its schema (tests/standin_format.py), as constrained decoding would.
+        self.formats: tuple[str, ...] = ("json_schema", "json_object")
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -210,7 +215,16 @@ class _Handler(BaseHTTPRequestHandler):
         if images and body.get("model") not in self.standin.vision:
             msg = f"{body.get('model')} is not a multimodal model"  # as vLLM says
             return self._error(400, msg, "BadRequestError")
+        kind = (body.get("response_format") or {}).get("type")
+        if kind is not None and kind not in self.standin.formats:
+            msg = f"response_format type {kind!r} is not supported"
+            return self._error(400, msg, "invalid_request_error")
         answer = self.standin.next_answer(images)
+        if kind == "json_schema" and answer is self.standin.default:
+            from tests.standin_format import instance, latest_question
+
+            schema = body["response_format"]["json_schema"]["schema"]
+            answer = Answer(content=json.dumps(instance(schema, latest_question(body))))
         if answer.status != 200:
             extra = {"Retry_After": answer.retry_after} if answer.retry_after else {}
             return self._error(answer.status, f"HTTP {answer.status}", "server_error", **extra)

@@ -379,6 +379,13 @@ class StandIn:
         with self._lock:
             self._models[spec.name] = spec
 
+    def add_sloppy(self) -> None:
+        """Install `sloppy` beside the default models: a model whose server has no
+        constrained decoding, so it answers prose even when `format` asks for JSON (its
+        scripted replies, `script(..., model="sloppy")`, are what it says instead)."""
+        self._put_model(SLOPPY, ("completion",), 8192, "llama", "1.0B", "Q4_0",
+                        700_000_000, None, True)  # fmt: skip
+
     def script(self, *replies: Reply, model: str | None = None) -> None:
         """Queue replies for the next /api/chat generations (FIFO), for one model or any."""
         for reply in replies:
@@ -581,6 +588,8 @@ class StandIn:
             else:
                 self._connections.discard(conn)
 
+
+SLOPPY = "sloppy"  # add_sloppy(): a model that ignores `format`
 
 # name, capabilities, context_length, family, parameter_size, quantization, size, embedding_dim
 _DEFAULT_MODELS: tuple[tuple[Any, ...], ...] = (
@@ -913,7 +922,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, f'"{raw}" does not support thinking')
             return
         fmt = body.get("format")
-        if fmt not in (None, ""):
+        if fmt not in (None, "") and spec.name.split(":")[0] == SLOPPY:  # prose, whatever
+            reply = standin._next_reply(spec.name) or Reply(
+                content=structured_content(body, "prose"))
+        elif fmt not in (None, ""):
             if not valid_format(fmt):
                 self._send_error(400, INVALID_FORMAT)
                 return

@@ -88,7 +88,7 @@ def test_help_imports_nothing_heavy():
         "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
         "heavy = [m for m in ('ollama', 'httpx', 'lancedb', 'pyarrow', 'rich', 'pypdf', "
         "'pypdfium2', 'PIL', "
-        "'numpy', 'orjson', 'pydantic', 'prompt_toolkit') if m in sys.modules]\n"
+        "'numpy', 'orjson', 'pydantic', 'prompt_toolkit', 'jsonschema') if m in sys.modules]\n"
         "print('HEAVY=' + ','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

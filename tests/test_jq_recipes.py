@@ -146,6 +146,23 @@ EXPECTED: dict[str, str] = {
         r"(removed ULID  .+ \(\d messages\)\n){5}",
     """localgpt docs list --json | jq -r 'select(.type=="document" and (.path|startswith("/tmp/"))).document_id' | xargs -r localgpt docs rm -y""":  # noqa: E501
         "",  # the removals are told on stderr; the collection is empty after (below)
+    # chat --schema (issue 28): the stand-in fills each string with the question's first line
+    """cat ticket.txt | localgpt chat --schema 'title, severity int, tags: short labels' "triage this" | jq -r .title""":  # noqa: E501
+        "The build server's disk is full\\.\n",
+    """localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[] | [.name, .role] | @tsv'""":  # noqa: E501
+        "who attended\\?\twho attended\\?\n",
+    """localgpt chat --json --schema 'title' "name this ticket" < ticket.txt | jq -c 'select(.type=="done") | .payload.structured // empty'""":  # noqa: E501
+        re.escape('{"title":"The build server\'s disk is full."}\n'),
+    """printf 'disk full on build01\\nVPN drops hourly\\n' | localgpt chat --schema 'label' --each "classify" | jq -r 'select(.type=="structured") | [.input_id, .value.label] | @tsv'""":  # noqa: E501
+        "1\tdisk full on build01\n2\tVPN drops hourly\n",
+    """cat ticket.txt | localgpt chat -t triage | jq -r .title""":
+        "Triage: The build server's disk is full\\.\n",
+    """localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[].name'""":  # noqa: E501
+        "who attended\\?\n",
+    """localgpt chat --schema label --each classify < titles.txt | jq -r 'select(.value).value.label'""":  # noqa: E501
+        "Printer jams on floor 2\nVPN drops hourly\n",
+    """localgpt schema --json 'title' | jq -c .properties""":
+        re.escape('{"title":{"type":"string"}}\n'),
 }
 
 
@@ -165,6 +182,12 @@ def prepare(work: Path, standin, run) -> dict[str, str]:
     (work / "papers" / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
     (work / "q.jsonl").write_text('{"id": "q1", "text": "how do I reset the VPN?"}\n')
     (work / "q.tsv").write_text("q1\tvpn\t1\n")
+    (work / "ticket.txt").write_text("The build server's disk is full.\nBuilds fail since 9:00.\n")
+    (work / "minutes.txt").write_text("Ann chaired; Bo took the notes.\n")
+    (work / "titles.txt").write_text("Printer jams on floor 2\nVPN drops hourly\n")
+    triage = ("localgpt", "chat", "--save", "triage", "-s", "You triage tickets.", "--schema",
+              "title, severity int", "Triage: $input")  # as README's For scripts saves it
+    assert run(*triage).returncode == 0
     assert run("localgpt", "ingest", "notes").returncode == 0
     assert run("localgpt", "ingest", "-C", "papers", "papers").returncode == 5  # broken.pdf
     assert run("localgpt", "memory", "add", "we deploy with Ansible").returncode == 0

@@ -15,6 +15,8 @@ from localgpt_cli.cli.chat_flags import ChatFlags
 from localgpt_cli.cli.confirm import stdin_is_tty
 from localgpt_cli.cli.kb import THRESHOLD
 from localgpt_cli.cli.retrieval import THETA
+from localgpt_cli.cli.structured_flags import structured_flags
+from localgpt_cli.cli.template_flags import template_flags
 from localgpt_cli.cli.turn import open_chat, pass_flags
 from localgpt_cli.errors import UsageError
 
@@ -39,6 +41,12 @@ Examples:
   localgpt chat -m gemma3 -f scan.pdf --pages 2-3 "transcribe the table"
   localgpt chat --explain --gate model "how do I reset the VPN?"
   localgpt chat -c --explain "what was the build server called?"
+  cat ticket.txt | localgpt chat --schema 'title, severity int' "triage this"
+  localgpt chat --schema-multi 'name, role' -f minutes.txt "who attended?" | jq -r '.[].name'
+  localgpt chat --schema label --each classify < titles.txt | jq -r 'select(.value).value.label'
+  localgpt chat --save triage -s "You triage tickets." --schema 'title, severity int'
+  cat ticket.txt | localgpt chat -t triage          # later: the saved flags, this input
+  localgpt chat -t summarize -P lang French < notes.txt
   localgpt chat            # interactive: /new, /remember, /tools, /model work:M, /exit
 """
 
@@ -108,6 +116,8 @@ Examples:
                    "JPEG, GIF, WebP, TIFF or BMP, downscaled past 2048 pixels.")
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
 @answer_flags
+@structured_flags
+@template_flags
 @json_option
 @pass_app
 @pass_flags
@@ -118,7 +128,16 @@ def chat(app: App, flags: ChatFlags) -> None:
     bytes, is shown to a vision model as --image - would). Output: the answer as Markdown
     on a terminal, the plain answer text when piped, StreamPackets with --json.
     """
+    if flags.save:
+        from localgpt_cli.cli.template_flags import save_from_flags
+
+        save_from_flags(app, flags)
+        return
     turns, question = open_chat(app, flags)
+    if flags.each:
+        from localgpt_cli.cli.each import run_each
+
+        sys.exit(run_each(turns, " ".join(flags.prompt).strip(), flags.null))
     if question is not None:
         sys.exit(turns.run(question).code)
     if not stdin_is_tty():

@@ -51,3 +51,12 @@ class ChatFlags:
     gate: str
     condense: bool | None
     explain: bool
+    # answers a script can parse (cli/structured_flags.py)
+    schema: str | None
+    schema_multi: str | None
+    each: bool  # one structured answer per stdin line (cli/each.py)
+    null: bool  # -0: the inputs are NUL-separated
+    # templates (cli/template_flags.py)
+    template: str | None
+    params: tuple[tuple[str, str], ...]  # -P NAME VALUE
+    save: str | None

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from localgpt_cli.kernel.answer.pipeline import AnswerOptions
     from localgpt_cli.kernel.grounding import ContextFile, Retriever
     from localgpt_cli.kernel.request import Toolbox, TurnRequest
+    from localgpt_cli.structured.spec import StructuredSpec
+    from localgpt_cli.templates import Template
+
+
+ONCE = frozenset({"format_unsupported", "schema_unsupported"})
 
 
 def pass_flags(command: Callable[[App, ChatFlags], None]) -> Callable[..., None]:
@@ -63,6 +68,9 @@ class ChatTurns:
     answer: AnswerOptions | None = None
     search: Any = None  # search_documents' search, for tools switched on later by /tools
     pictures: list[Picture] = field(default_factory=list)  # for the first question only
+    structured: StructuredSpec | None = None  # --schema / --schema-multi
+    said: set[str] = field(default_factory=set)  # warnings said once per command
+    template: Template | None = None  # -t: --each fills its prompt once per input
 
     @property
     def kept(self) -> bool:
@@ -100,10 +108,20 @@ class ChatTurns:
             project_memory=[MemoryFact(f.text, f.important) for f in ProjectMemory(
                 self.app.settings.home_dir).facts_for(self.app.settings.collection)],
             images=pictures, keep_images=bool(self.app.settings.values["history.keep_images"]),
+            structured=self.structured,
         )
 
-    def run(self, request: TurnRequest) -> TurnOutcome:
-        """Run one turn through a renderer; the exit code is 130 when interrupted."""
+    def warn(self, code: str, message: str) -> None:
+        """A warning; the ones about a server (it cannot constrain output) once per command,
+        not once per `--each` input."""
+        if code in ONCE and code in self.said:
+            return
+        self.said.add(code)
+        self.app.output.warn(code, message)
+
+    def run(self, request: TurnRequest, renderer: Any = None) -> TurnOutcome:
+        """Run one turn through a renderer (the output mode's, unless given); the exit code
+        is 130 when interrupted."""
         from localgpt_cli.kernel.session import Turn
         from localgpt_cli.render.chat import chat_renderer
         from localgpt_cli.render.explain import explain_packet
@@ -111,9 +129,14 @@ class ChatTurns:
         app = self.app
         refuse_unusable(app)  # the REPL's /model may have chosen another provider
         turn = Turn(app.client, app.catalog, request, store=self.store,
-                    toolbox=self.toolbox, retriever=self.retriever, warn=app.output.warn)
-        renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
-                                 kept=self.kept)
+                    toolbox=self.toolbox, retriever=self.retriever, warn=self.warn)
+        if renderer is None and request.structured is not None and not app.output.json:
+            from localgpt_cli.render.structured import StructuredRenderer
+
+            renderer = StructuredRenderer(app.output, lambda: getattr(turn.loop, "attempts", []))
+        elif renderer is None:
+            renderer = chat_renderer(app.output, self.flags.hide_thinking, self.flags.explain,
+                                     kept=self.kept)
         try:
             for packet in turn:
                 renderer.packet(packet)
@@ -151,15 +174,12 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     called: contradicting flags, unreadable files, binary stdin, no conversation to
     continue, a picture that is not one or a model that cannot see it (attachments.py)."""
     from localgpt_cli.cli.answer import answer_options
-    from localgpt_cli.cli.attachments import (
-        can_see,
-        image_files,
-        is_pdf,
-        pdf_pages,
-        require_vision,
-    )
+    from localgpt_cli.cli.attachments import can_see, is_pdf, pdf_pages, require_vision
+    from localgpt_cli.cli.template_flags import with_template
     from localgpt_cli.llm.options import parse_options
+    from localgpt_cli.structured.spec import structured_spec
 
+    flags, template = with_template(flags)  # the command line wins over the template
     if flags.continue_ and flags.cid:
         raise UsageError("Use either -c/--continue or --cid, not both.")
     app.set_flag("model", flags.model)
@@ -169,13 +189,10 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     if flags.lock and not flags.files:
         raise UsageError("--lock uses only the files named with -f/--file; name at least one.")
     options = parse_options(flags.options)
+    structured = structured_spec(flags.schema, flags.schema_multi)
     paged = is_pdf if flags.pages else lambda path: False  # read by pdf_pages below
     files = [read_context_file(p) for p in flags.files if not paged(p)]
-    text = " ".join(flags.prompt).strip()
-    pictures = image_files(flags)
-    piped = None if "-" in flags.images else stdin_text(app)
-    if piped is not None and not isinstance(piped, str):  # a picture was piped in
-        pictures, piped = [*pictures, piped], None
+    text, piped, pictures = _question(app, flags, template, structured is not None)
     continuing = flags.continue_ or bool(flags.cid)
     store, conversation = _history(app, flags, continuing)
     settings = app.settings
@@ -192,11 +209,36 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     require_vision(app, turns.model, pictures)
     turns.pictures = pictures
     refuse_unusable(app)
+    turns.structured, turns.template = structured, template
     turns.answer = answer_options(app, flags)
     turns.retriever, turns.toolbox, turns.search = _knowledge(app, flags)
-    asked = text or piped or pictures
+    asked = (text or piped or pictures) and not flags.each
     question = turns.request(text, piped, turns.conversation_id) if asked else None
     return turns, question
+
+
+def _question(
+    app: App, flags: ChatFlags, template: Template | None, structured: bool
+) -> tuple[str, str | None, list[Picture]]:
+    """The question's text, its piped text and its pictures (`--image`, a piped picture),
+    a template filled in with them."""
+    from localgpt_cli.cli.attachments import image_files
+
+    text = " ".join(flags.prompt).strip()
+    if (flags.each or flags.null) and not structured:
+        raise UsageError("--each and -0 answer each input with --schema or --schema-multi; "
+                         "give one.")
+    pictures = image_files(flags)
+    # --each reads stdin input by input; `--image -` reads it as a picture
+    piped = None if flags.each or "-" in flags.images else stdin_text(app)
+    if piped is not None and not isinstance(piped, str):  # a picture was piped in
+        pictures, piped = [*pictures, piped], None
+    if template is not None:  # a missing -P is refused here, also before --each's inputs
+        from localgpt_cli.templates import fill
+
+        filled = fill(template, dict(flags.params), text, piped)
+        text, piped = (text, piped) if flags.each else filled  # --each: per input (each.py)
+    return text, piped, pictures
 
 
 def refuse_unusable(app: App) -> None:
@@ -267,7 +309,10 @@ def _knowledge(app: App, flags: ChatFlags) -> tuple[Retriever | None, Toolbox | 
     from localgpt_cli.cli.retrieval import knowledge_base
     from localgpt_cli.cli.toolbox import chat_groups
 
-    tools_on, groups, where = chat_groups(app, flags.tools, flags.no_tools)
+    # with a schema the model answers, it does not call, unless tools are asked for
+    asked = bool(flags.tools or flags.only_tools or flags.functions)
+    no_tools = flags.no_tools or (bool(flags.schema or flags.schema_multi) and not asked)
+    tools_on, groups, where = chat_groups(app, flags.tools, no_tools)
     # --lock, or neither retrieval nor tools: the knowledge base is not opened at all
     has_kb = (not flags.lock and (flags.rag is not False or tools_on)
               and knowledge_base(app, flags.rag))  # fmt: skip

@@ -111,6 +111,7 @@ class AgentLoop:
         self._last_signature: str | None = None
         self._repeats = 0
         self._spoke = False  # some answer text was streamed before the tool calls
+        self.format: str | dict[str, Any] | None = None  # structured output (kernel/structured.py)
 
     def run(self, messages: list[dict[str, Any]]) -> Iterator[StreamPacket]:
         state = self.state
@@ -184,8 +185,12 @@ class AgentLoop:
         normalizer: Normalizer,
         definitions: list[dict[str, Any]],
     ) -> Iterator[StreamPacket]:
-        if self.stream:
-            chunks: Iterator[Any] = self.client.chat_stream(
+        if self.format is not None:  # one JSON document: nothing to show before it ends
+            chunks: Iterator[Any] = iter([self.client.chat(
+                self.model, messages, think=self.think, options=self.options,
+                format=self.format)])
+        elif self.stream:
+            chunks = self.client.chat_stream(
                 self.model, messages, tools=definitions, think=self.think, options=self.options
             )
         else:

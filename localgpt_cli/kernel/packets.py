@@ -77,6 +77,7 @@ class PacketFactory:
         grounded: bool | None = None,
         files: dict[str, Any] | None = None,
         store_error: dict[str, Any] | None = None,
+        structured: Any = None,
     ) -> StreamPacket:
         payload: dict[str, Any] = {
             "reason": reason,
@@ -99,4 +100,6 @@ class PacketFactory:
             payload["files"] = files
         if store_error is not None:  # the answer was not stored: why (the exit code's error)
             payload["store_error"] = store_error
+        if structured is not None:  # --schema: the validated answer, as a value
+            payload["structured"] = structured
         return self.make("done", payload)

@@ -14,6 +14,7 @@ from localgpt_cli.kernel.facts import MemoryFact
 from localgpt_cli.kernel.grounding import ContextFile
 from localgpt_cli.kernel.loop import DEFAULT_MAX_ITERATIONS, Approve
 from localgpt_cli.kernel.memory import MemorySettings
+from localgpt_cli.structured.spec import StructuredSpec
 
 if TYPE_CHECKING:
     from localgpt_cli.images import Picture
@@ -54,6 +55,7 @@ class TurnRequest:
     answer: AnswerOptions | None = None  # the grounding pipeline (None: its defaults)
     images: list[Picture] = field(default_factory=list)  # shown to the model with the prompt
     keep_images: bool = False  # history.keep_images: store their bytes, not only hashes
+    structured: StructuredSpec | None = None  # --schema: the answer is JSON meeting it
 
     def user_content(self, piped: str | None = None) -> str:
         """The prompt with piped text (or `piped`, that text cut to fit) attached ahead of

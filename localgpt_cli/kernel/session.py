@@ -135,7 +135,7 @@ class Turn:
             if self.memory is not None:
                 yield self.factory.make("memory", self.memory)
             offered, enabled = self._tools(plan.use_tools)
-            self.loop = AgentLoop(
+            self.loop = self._loop_class()(
                 self.client, request.model, self.factory, tools=offered, enabled=enabled,
                 think=plan.think, options=options, stream=request.stream,
                 max_iterations=request.max_iterations,
@@ -156,6 +156,17 @@ class Turn:
                 yield from self.normalizer.finish()
             yield self.factory.error(exc.code, str(exc), exc.retryable)
             yield from self._done("error")
+
+    def _loop_class(self) -> Any:
+        """The agent loop, or with `--schema` the one whose answer is validated JSON."""
+        spec = self.request.structured
+        if spec is None:
+            return AgentLoop
+        from functools import partial
+
+        from localgpt_cli.kernel.structured import StructuredLoop
+
+        return partial(StructuredLoop, spec=spec)
 
     def _retrieve(self, info: ModelInfo) -> list[str]:
         """Ground the question (kernel/answer/): a retrieval failure costs only the sources;
@@ -333,6 +344,10 @@ class Turn:
             metadata["previews"] = state.previews
         if self.error is not None:
             metadata["error"] = {"code": self.error.code, "message": str(self.error)}
+        spec = self.request.structured
+        if spec is not None:  # --schema: each raw answer and what was wrong with it
+            metadata["structured"] = {"schema": spec.schema,
+                                      "attempts": getattr(self.loop, "attempts", [])}
         normalizer = self.normalizer
         message = self.store.add_message(
             self.conversation_id,
@@ -378,4 +393,5 @@ class Turn:
             grounded=grounded(self.grounding),
             files=self.toolbox.files if self.toolbox else None,
             store_error=self.store_error.to_payload() if self.store_error else None,
+            structured=getattr(self.loop, "value", None) if self.request.structured else None,
         )]

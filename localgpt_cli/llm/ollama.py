@@ -118,6 +118,9 @@ class OllamaClient:
             return ModelNotFound(f"Model {model!r} is not available at {self.host}.")
         if status == 503:
             return ServerBusy(f"Ollama at {self.host} is busy: {text}", hint="Try again shortly.")
+        if "invalid format" in lowered:  # a server older than JSON Schema formats
+            return UnsupportedCapability(f"Ollama at {self.host} refused the format: {text}",
+                                         code="format_unsupported")
         if "does not support" in lowered:
             what = next((w for w in ("tools", "thinking", "chat", "embed") if w in lowered), "it")
             return UnsupportedCapability(

@@ -226,7 +226,8 @@ class OpenAIProvider:
                 if response.status_code >= 400:
                     response.read()
                     error = status_error(response, self.host, self.name, self.api_key_env,
-                                         model, bool(body and body.get("tools")))  # fmt: skip
+                                         model, bool(body and body.get("tools")),
+                                         bool(body and body.get("response_format")))  # fmt: skip
                     if error.code == "tools_unsupported" and model is not None:
                         self.refusals.remember(self.name, self.host, model)
                     raise error

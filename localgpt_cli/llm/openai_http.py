@@ -33,11 +33,14 @@ LOST_HINT = "The partial answer was kept."
 
 
 def status_error(response: httpx.Response, host: str, profile: str, api_key_env: str | None,
-                 model: str | None, tools_sent: bool) -> LocalGPTError:  # fmt: skip
+                 model: str | None, tools_sent: bool,
+                 format_sent: bool = False) -> LocalGPTError:  # fmt: skip
     """A non-2xx answer as one of our errors. A 400 that names tools, to a request that
     offered tools, is the server saying it cannot call them (vLLM without
     --enable-auto-tool-choice, llama-server without --jinja): `tools_unsupported`, which
-    the agent loop answers by asking again without them."""
+    the agent loop answers by asking again without them. Likewise a 400 naming the
+    response format, to a request that set one: `format_unsupported`, which a `--schema`
+    turn answers with a weaker constraint (kernel/structured.py)."""
     status = response.status_code
     try:
         detail = str(response.json()["error"]["message"])
@@ -57,6 +60,10 @@ def status_error(response: httpx.Response, host: str, profile: str, api_key_env:
     if status == 400 and tools_sent and "tool" in detail.lower():
         return UnsupportedCapability(f"{host} refused tools for {model!r}: {detail}",
                                      code="tools_unsupported")  # fmt: skip
+    if status == 400 and format_sent and any(
+            word in detail.lower() for word in ("response_format", "json_schema", "json_object")):
+        return UnsupportedCapability(f"{host} refused the response format for {model!r}: "
+                                     f"{detail}", code="format_unsupported")  # fmt: skip
     return ModelError(f"{host} answered HTTP {status}: {detail}")
 
 
