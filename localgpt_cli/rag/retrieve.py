@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UsageError
 from localgpt_cli.rag.fusion import RRF_K, Candidate, Dropped, cut, fuse
-from localgpt_cli.rag.types import Hit, Judge
+from localgpt_cli.rag.types import Chunk, Hit, Judge
 
 if TYPE_CHECKING:
     from localgpt_cli.rag.store import Collection, KeywordQuery, StoredRow, VectorQuery
@@ -45,6 +45,10 @@ def default_threshold(model: str | None) -> float:
     if not model:
         return DEFAULT_THRESHOLD
     return MODEL_THRESHOLDS.get(base_name(model), DEFAULT_THRESHOLD)
+
+
+# Chunks the searcher keeps between batches (store/search.py run_queries), ~1-2 KB each.
+CHUNK_CACHE = 20_000
 
 
 def candidate_pool(k: int) -> int:
@@ -226,6 +230,7 @@ class _Searcher:
             self.pool = max(self.pool, STATS_POOL)
         self._has_vectors: bool | None = None
         self._fts_note: str | None = None
+        self.chunks: dict[int, Chunk] = {}  # the store's chunk cache (row id -> chunk)
 
     @property
     def has_vectors(self) -> bool:
@@ -316,7 +321,9 @@ class _Searcher:
     def _fetch(self, plans: Sequence[_Plan]) -> list[list[StoredRow]]:
         """The rows of every side of every plan, one list per side in plan order."""
         specs = [self._query(p, side, self.pool) for p in plans for side in p.sides]
-        return self.collection.run_queries(specs)
+        if len(self.chunks) > CHUNK_CACHE:
+            self.chunks.clear()
+        return self.collection.run_queries(specs, chunks=self.chunks)
 
     def _finish(
         self, plans: Sequence[_Plan], fetched: list[list[StoredRow]]
@@ -339,7 +346,8 @@ class _Searcher:
             if len(kept) >= self.pool or len(rows) < limit:
                 return kept[: self.pool]
             limit *= 4
-            rows = self.collection.run_queries([self._query(plan, side, limit)])[0]
+            query = self._query(plan, side, limit)
+            rows = self.collection.run_queries([query], chunks=self.chunks)[0]
 
     def _result(self, plan: _Plan, side_rows: dict[str, list[StoredRow]]) -> SearchResult:
         candidates: dict[str, Candidate] = {}
