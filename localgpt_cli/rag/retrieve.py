@@ -230,7 +230,9 @@ class _Searcher:
             self.pool = max(self.pool, STATS_POOL)
         self._has_vectors: bool | None = None
         self._fts_note: str | None = None
-        self.chunks: dict[int, Chunk] = {}  # the store's chunk cache (row id -> chunk)
+        # The store's chunk cache (row id -> chunk), for runs of many queries: one query
+        # would pay a second round trip to the store (the take) for nothing.
+        self.chunks: dict[int, Chunk] | None = None
 
     @property
     def has_vectors(self) -> bool:
@@ -296,11 +298,12 @@ class _Searcher:
 
         The store searches the next batch on a second thread while this one fuses,
         reranks and gates the last: LanceDB searches outside the GIL, so the two use both
-        cores (on Cranfield at k=100 this took the Python stages' time off the critical
-        path). Every query is planned first, so a query that cannot run fails before any
+        cores. Every query is planned first, so a query that cannot run fails before any
         is searched. An inexact path glob may search again from `_post_filter`, so it
         runs one batch at a time."""
         plans = [self.plan(text, vector) for text, vector in queries]
+        if len(plans) > 1:
+            self.chunks = {}
         batches = [plans[i : i + batch_size] for i in range(0, len(plans), batch_size)]
         results: list[SearchResult] = []
         if self.post is not None or len(batches) < 2:
@@ -321,7 +324,7 @@ class _Searcher:
     def _fetch(self, plans: Sequence[_Plan]) -> list[list[StoredRow]]:
         """The rows of every side of every plan, one list per side in plan order."""
         specs = [self._query(p, side, self.pool) for p in plans for side in p.sides]
-        if len(self.chunks) > CHUNK_CACHE:
+        if self.chunks is not None and len(self.chunks) > CHUNK_CACHE:
             self.chunks.clear()
         return self.collection.run_queries(specs, chunks=self.chunks)
 
