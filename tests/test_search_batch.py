@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -104,3 +105,34 @@ def test_queries_from_stdin_that_is_not_utf8_or_closed_is_one_line_exit_6(standi
     closed = run_with_stdin_closed("search", "--queries", "-")
     assert closed.exit_code == 6, closed.stderr
     assert closed.stderr.startswith("localgpt: error: stdin is closed")
+
+
+def test_a_labelled_batch_prints_what_one_query_at_a_time_prints(standin, tmp_path):
+    """80 Cranfield questions over 300 of its documents: more than one batch of 64, so
+    the store searches the second batch's vectors in one multi-vector search on its own
+    thread while the first is reranked and gated. Every query's records (same passages,
+    order and scores) equal a one-query `search` run's, at k=10 and k=100 (the gate
+    reads every kept passage), and the records come in query order."""
+    from tests.cranfield import document_text, load_corpus, load_queries
+
+    folder = tmp_path / "cranfield"
+    folder.mkdir()
+    for doc_id, title, text in load_corpus()[:300]:
+        (folder / f"{doc_id}.txt").write_text(document_text(title, text))
+    assert invoke("ingest", str(folder)).exit_code == 0
+    questions = load_queries()[:80]
+    lines = [json.dumps({"id": qid, "text": text}) for qid, text in questions]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    for k, alone_checked in (("10", questions[::4]), ("100", questions[::10])):
+        r = invoke("search", "--queries", str(tmp_path / "q.jsonl"), "-k", k, "--json")
+        assert r.exit_code == 0, r.stderr
+        by_query: dict[str, list[dict]] = {}
+        for record in r.records():
+            by_query.setdefault(record.pop("query_id"), []).append(record)
+        order = list(dict.fromkeys(rec["query_id"] for rec in r.records()))
+        assert order == [qid for qid, _ in questions if qid in by_query]
+        assert len(by_query) > 70  # a few questions find nothing on 300 documents
+        for qid, text in alone_checked:
+            alone = invoke("search", text, "-k", k, "--json")
+            assert alone.exit_code == 0, alone.stderr
+            assert by_query.get(qid, []) == alone.records(), (k, qid)

@@ -83,7 +83,9 @@ def support(kept: list[Candidate], scale: tuple[float, float], query: str) -> No
         absolute = _clip((similarity - floor) / (certain - floor))
         if words and c.keyword_rank is not None:
             chunk = c.row.chunk
-            found = len(words & terms(f"{chunk.title or ''} {chunk.text}")) / len(words)
+            # title and text apart (the same words as both joined): both are cached
+            shared = len((words & terms(chunk.text)) | (words & terms(chunk.title or "")))
+            found = shared / len(words)
             absolute = max(absolute, _clip((found - WORDS_FLOOR) / (1 - WORDS_FLOOR)))
         relative = c.strength / best if best > 0 else 1.0
         c.gate = absolute * (1 - RELATIVE_SHARE + RELATIVE_SHARE * max(relative, 0.0))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UsageError
 from localgpt_cli.rag.fusion import RRF_K, Candidate, Dropped, cut, fuse
-from localgpt_cli.rag.types import Hit, Judge
+from localgpt_cli.rag.types import Chunk, Hit, Judge
 
 if TYPE_CHECKING:
     from localgpt_cli.rag.store import Collection, KeywordQuery, StoredRow, VectorQuery
@@ -45,6 +45,10 @@ def default_threshold(model: str | None) -> float:
     if not model:
         return DEFAULT_THRESHOLD
     return MODEL_THRESHOLDS.get(base_name(model), DEFAULT_THRESHOLD)
+
+
+# Chunks the searcher keeps between batches (store/search.py run_queries), ~1-2 KB each.
+CHUNK_CACHE = 20_000
 
 
 def candidate_pool(k: int) -> int:
@@ -168,11 +172,13 @@ def search_many(
         judge,
         judge_depth,
     )
+    from localgpt_cli.rag.rerank import forget_terms
+
     searcher = _Searcher(collection, options)
-    results: list[SearchResult] = []
-    for start in range(0, len(queries), max(1, batch_size)):
-        results.extend(searcher.run(queries[start : start + batch_size]))
-    return results
+    try:
+        return searcher.run_all(queries, max(1, batch_size))
+    finally:
+        forget_terms()
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,9 @@ class _Searcher:
             self.pool = max(self.pool, STATS_POOL)
         self._has_vectors: bool | None = None
         self._fts_note: str | None = None
+        # The store's chunk cache (row id -> chunk), for runs of many queries: one query
+        # would pay a second round trip to the store (the take) for nothing.
+        self.chunks: dict[int, Chunk] | None = None
 
     @property
     def has_vectors(self) -> bool:
@@ -282,10 +291,47 @@ class _Searcher:
             return VectorQuery(plan.vector, limit, self.where)
         return KeywordQuery(plan.text, limit, self.where)
 
-    def run(self, queries: Sequence[tuple[str, Sequence[float] | None]]) -> list[SearchResult]:
+    def run_all(
+        self, queries: Sequence[tuple[str, Sequence[float] | None]], batch_size: int
+    ) -> list[SearchResult]:
+        """Every query's result, in order, `batch_size` queries to a store round.
+
+        The store searches the next batch on a second thread while this one fuses,
+        reranks and gates the last: LanceDB searches outside the GIL, so the two use both
+        cores. Every query is planned first, so a query that cannot run fails before any
+        is searched. An inexact path glob may search again from `_post_filter`, so it
+        runs one batch at a time."""
         plans = [self.plan(text, vector) for text, vector in queries]
+        if len(plans) > 1:
+            self.chunks = {}
+        batches = [plans[i : i + batch_size] for i in range(0, len(plans), batch_size)]
+        results: list[SearchResult] = []
+        if self.post is not None or len(batches) < 2:
+            for batch in batches:
+                results += self._finish(batch, self._fetch(batch))
+            return results
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="search") as pool:
+            ahead = pool.submit(self._fetch, batches[0])
+            for i, batch in enumerate(batches):
+                rows = ahead.result()
+                if i + 1 < len(batches):
+                    ahead = pool.submit(self._fetch, batches[i + 1])
+                results += self._finish(batch, rows)
+        return results
+
+    def _fetch(self, plans: Sequence[_Plan]) -> list[list[StoredRow]]:
+        """The rows of every side of every plan, one list per side in plan order."""
         specs = [self._query(p, side, self.pool) for p in plans for side in p.sides]
-        rows = iter(self.collection.run_queries(specs))
+        if self.chunks is not None and len(self.chunks) > CHUNK_CACHE:
+            self.chunks.clear()
+        return self.collection.run_queries(specs, chunks=self.chunks)
+
+    def _finish(
+        self, plans: Sequence[_Plan], fetched: list[list[StoredRow]]
+    ) -> list[SearchResult]:
+        rows = iter(fetched)
         results = []
         for p in plans:
             side_rows = {side: self._post_filter(p, side, next(rows)) for side in p.sides}
@@ -303,7 +349,8 @@ class _Searcher:
             if len(kept) >= self.pool or len(rows) < limit:
                 return kept[: self.pool]
             limit *= 4
-            rows = self.collection.run_queries([self._query(plan, side, limit)])[0]
+            query = self._query(plan, side, limit)
+            rows = self.collection.run_queries([query], chunks=self.chunks)[0]
 
     def _result(self, plan: _Plan, side_rows: dict[str, list[StoredRow]]) -> SearchResult:
         candidates: dict[str, Candidate] = {}

@@ -34,6 +34,10 @@ RESULT_COLUMNS = (
     "line_end",
 )
 
+# The result columns that make a `Chunk`, in the order of its fields (`title` follows).
+CHUNK_FIELDS = ("document_id", "path", "type", "ordinal", "text", "page", "heading",
+                "line_start", "line_end")  # fmt: skip
+
 # Text hashes per `IN (...)` filter of the embedding-cache lookup: keeps each SQL filter short.
 FILTER_BATCH = 500
 

@@ -19,7 +19,7 @@ from localgpt_cli.rag.store.indexes import (
     VECTOR_INDEX_TYPE,
 )
 from localgpt_cli.rag.store.lancedb_import import import_lancedb
-from localgpt_cli.rag.store.rows import RESULT_COLUMNS, row_chunk
+from localgpt_cli.rag.store.rows import CHUNK_FIELDS, RESULT_COLUMNS
 from localgpt_cli.rag.store.table import VECTOR_INDEX, CollectionTable
 from localgpt_cli.rag.types import Chunk
 
@@ -56,7 +56,10 @@ class Search(CollectionTable):
     # keyword sides of a hybrid query, or many batch queries, run concurrently in Rust.
 
     def run_queries(
-        self, queries: Sequence[VectorQuery | KeywordQuery], concurrency: int = 4
+        self,
+        queries: Sequence[VectorQuery | KeywordQuery],
+        concurrency: int = 4,
+        chunks: dict[int, Chunk] | None = None,
     ) -> list[list[StoredRow]]:
         """Run several searches at once; one result list per query, best first.
 
@@ -66,9 +69,53 @@ class Search(CollectionTable):
         by BM25 and match the text as words, never parsed as a query language, so quotes
         and operators in user text cannot fail. Filters are prefilters, so `limit`
         matching rows come back.
+
+        `chunks` (row id -> chunk) is a cache the caller keeps for one table version: the
+        searches then return only ids and scores, and the rows not in it yet are read
+        in one take. A batch's queries return the same passages over and over (on
+        Cranfield at k=100 each is read ~20 times); reading their text once is the
+        saving.
         """
         import asyncio
 
+        self._check_dimensions(queries)
+        loop, table = self._reader()
+        refine = self._refine_factor()
+        has_vectors = self.has_vector_column()
+        # The document title too, where the table has one (the reranker weighs it).
+        extra = ("title",) if "title" in self.schema.names else ()
+        columns = ("chunk_id",) if chunks is not None else (*RESULT_COLUMNS, *extra)
+        # Vector queries of one limit and filter go as one multi-vector search: LanceDB
+        # shares one scan of the vectors among them and tags each row with its query's
+        # position (`query_index`), the same rows in the same order as one at a time.
+        groups: dict[tuple[int, str | None], list[int]] = {}
+        for i, q in enumerate(queries):
+            if isinstance(q, VectorQuery) and has_vectors:
+                groups.setdefault((q.limit, q.where), []).append(i)
+        results: list[tuple[list[int], Any, str]] = []  # (query positions, arrow, score)
+
+        async def search(members: list[int], gate: asyncio.Semaphore) -> None:
+            builder = _async_query(table, [queries[i] for i in members], refine, columns)
+            if chunks is not None:
+                builder = builder.with_row_id()
+            async with gate:
+                result = await builder.to_arrow()
+            vector = isinstance(queries[members[0]], VectorQuery)
+            results.append((members, result, "_distance" if vector else "_score"))
+
+        async def run_all() -> None:
+            gate = asyncio.Semaphore(max(1, concurrency))
+            jobs = [search(members, gate) for members in groups.values()]
+            jobs += [search([i], gate) for i, q in enumerate(queries)
+                     if isinstance(q, KeywordQuery)]  # fmt: skip
+            await asyncio.gather(*jobs)
+            if chunks is not None:
+                await _take_missing(table, results, chunks, (*RESULT_COLUMNS, *extra))
+
+        loop.run_until_complete(run_all())
+        return _per_query(len(queries), results, chunks)
+
+    def _check_dimensions(self, queries: Sequence[VectorQuery | KeywordQuery]) -> None:
         for q in queries:
             if (
                 isinstance(q, VectorQuery)
@@ -80,33 +127,6 @@ class Search(CollectionTable):
                     f"{self.name!r} holds {self.dim}-dimension vectors.",
                     hint="Search with the model the collection was ingested with.",
                 )
-        loop, table = self._reader()
-        refine = self._refine_factor()
-        has_vectors = self.has_vector_column()
-        # The document title too, where the table has one (the reranker weighs it).
-        extra = ("title",) if "title" in self.schema.names else ()
-
-        async def one(q: VectorQuery | KeywordQuery, gate: asyncio.Semaphore) -> list[StoredRow]:
-            if isinstance(q, VectorQuery) and not has_vectors:
-                return []
-            async with gate:
-                builder = _async_query(table, q, refine, extra)
-                result = await builder.to_arrow()
-            score = "_distance" if isinstance(q, VectorQuery) else "_score"
-            return [
-                StoredRow(
-                    row_chunk(r),
-                    r["chunk_id"],
-                    1.0 - float(r[score]) if score == "_distance" else float(r[score]),
-                )
-                for r in result.to_pylist()
-            ]
-
-        async def run_all() -> list[list[StoredRow]]:
-            gate = asyncio.Semaphore(max(1, concurrency))
-            return list(await asyncio.gather(*(one(q, gate) for q in queries)))
-
-        return loop.run_until_complete(run_all())
 
     def _reader(self) -> tuple[Any, Any]:
         """This collection's event loop and async table, opened on first use and moved to
@@ -149,26 +169,96 @@ class Search(CollectionTable):
 
 
 def _async_query(
-    table: Any, q: VectorQuery | KeywordQuery, refine: int | None, extra: tuple[str, ...] = ()
+    table: Any,
+    batch: Sequence[VectorQuery | KeywordQuery],
+    refine: int | None,
+    columns: tuple[str, ...],
 ) -> Any:
-    """The LanceDB async query builder for one search (prefilter is the async default)."""
+    """The LanceDB async query builder for one search, or for several vector searches of
+    one limit and filter (prefilter is the async default), returning `columns` and the
+    score."""
+    q = batch[0]
     if isinstance(q, VectorQuery):
+        wanted = [[float(x) for x in v.vector] for v in batch]  # type: ignore[union-attr]
         builder = (
             table.query()
-            .nearest_to([float(x) for x in q.vector])
+            .nearest_to(wanted if len(wanted) > 1 else wanted[0])
             .column("vector")
             .distance_type("cosine")
         )
         if refine is not None:
             builder = builder.nprobes(NPROBES).refine_factor(refine)
-        columns = [*RESULT_COLUMNS, *extra, "_distance"]
+        selected = [*columns, "_distance"]
     else:
         from lancedb.query import MatchQuery
 
         # MatchQuery declares its defaulted options in a way mypy reads as required.
         match = MatchQuery(q.text, "text")  # type: ignore[call-arg]
         builder = table.query().nearest_to_text(match)
-        columns = [*RESULT_COLUMNS, *extra, "_score"]
+        selected = [*columns, "_score"]
     if q.where:
         builder = builder.where(q.where)
-    return builder.select(columns).limit(q.limit)
+    return builder.select(selected).limit(q.limit)
+
+
+async def _take_missing(
+    table: Any,
+    results: list[tuple[list[int], Any, str]],
+    chunks: dict[int, Chunk],
+    columns: tuple[str, ...],
+) -> None:
+    """Read the rows the searches returned that `chunks` does not hold yet, in one take."""
+    missing = sorted({rid for _, result, _ in results for rid in
+                      result.column("_rowid").to_pylist()} - chunks.keys())  # fmt: skip
+    if not missing:
+        return
+    taken = await table.take_row_ids(missing).select(list(columns)).with_row_id().to_arrow()
+    found = _chunks(taken)
+    chunks.update(zip(taken.column("_rowid").to_pylist(), found, strict=True))
+
+
+def _chunks(result: Any) -> list[Chunk]:
+    """The chunks of rows that have the result columns (and `title`, where stored)."""
+    fields = [result.column(name).to_pylist() for name in CHUNK_FIELDS]
+    if "title" in result.column_names:
+        fields.append(result.column("title").to_pylist())
+    return [Chunk(*values) for values in zip(*fields, strict=True)]
+
+
+def _per_query(
+    count: int, results: list[tuple[list[int], Any, str]], chunks: dict[int, Chunk] | None
+) -> list[list[StoredRow]]:
+    """The searches' rows as one list per query, by the positions each search answers."""
+    out: list[list[StoredRow]] = [[] for _ in range(count)]
+    for members, result, score in results:
+        rows = stored_rows(result, score, chunks)
+        if len(members) == 1:
+            out[members[0]] = rows
+            continue
+        for index, query_rows in split_by_query(result, rows).items():
+            out[members[index]] = query_rows
+    return out
+
+
+def stored_rows(
+    result: Any, score: str, chunks: dict[int, Chunk] | None = None
+) -> list[StoredRow]:
+    """A search's Arrow rows as `StoredRow`s, in order, their chunks from `chunks` by row
+    id when given. Read column by column: building a dict per row (`to_pylist`) was most
+    of the cost of a batch of searches at k=100."""
+    raw = result.column(score).to_pylist()
+    scores = [1.0 - float(v) for v in raw] if score == "_distance" else [float(v) for v in raw]
+    if chunks is not None:
+        found = [chunks[rid] for rid in result.column("_rowid").to_pylist()]
+    else:
+        found = _chunks(result)
+    ids = result.column("chunk_id").to_pylist()
+    return [StoredRow(c, i, v) for c, i, v in zip(found, ids, scores, strict=True)]
+
+
+def split_by_query(result: Any, rows: list[StoredRow]) -> dict[int, list[StoredRow]]:
+    """A multi-vector search's rows by the position of their query, each best first."""
+    by_query: dict[int, list[StoredRow]] = {}
+    for index, row in zip(result.column("query_index").to_pylist(), rows, strict=True):
+        by_query.setdefault(index, []).append(row)
+    return by_query
