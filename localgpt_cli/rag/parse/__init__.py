@@ -1,4 +1,4 @@
-"""One file -> a ParsedDocument of Sections, whatever its format.
+"""One file -> a ParsedDocument of Sections, whatever its format (one module per format here).
 
 `parse_file` is the only entry point ingest needs: it checks the size limit, picks the
 parser from the file name (`filetypes.detect_type`) and turns every way a file can be
@@ -39,11 +39,11 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     if size > max_bytes:
         raise _too_large(path, f"{_megabytes(size, up=True)} MB > {_megabytes(max_bytes)} MB limit")
     if doc_type == "pdf":
-        from localgpt_cli.rag.parse_pdf import parse_pdf
+        from localgpt_cli.rag.parse.pdf import parse_pdf
 
         return parse_pdf(path)
     if doc_type == "docx":
-        from localgpt_cli.rag.parse_docx import parse_docx
+        from localgpt_cli.rag.parse.docx import parse_docx
 
         return parse_docx(path, max_bytes=max_bytes)
 
@@ -51,14 +51,14 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     if looks_binary(data):
         raise InvalidInput(f"{path}: binary file; skipped", code="binary_file")
     if doc_type == "html":
-        from localgpt_cli.rag.parse_html import parse_html
+        from localgpt_cli.rag.parse.html import parse_html
 
         return parse_html(path, data)
     text, warning = decode_text(data)
     del data
     warnings = [warning] if warning else []
     if doc_type == "markdown":
-        from localgpt_cli.rag.parse_markdown import markdown_sections
+        from localgpt_cli.rag.parse.markdown import markdown_sections
 
         sections = markdown_sections(text)
     else:
