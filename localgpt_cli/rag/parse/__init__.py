@@ -9,23 +9,31 @@ fails alone and the rest of an ingest run goes on.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.rag.decode import decode_text
 from localgpt_cli.rag.filetypes import detect_type, is_binary, looks_binary
 from localgpt_cli.rag.types import ParsedDocument, Section
 
+if TYPE_CHECKING:
+    from localgpt_cli.rag.parse.ocr import OcrSettings
+
 __all__ = ["DEFAULT_MAX_BYTES", "detect_type", "is_binary", "parse_file"]
 
 DEFAULT_MAX_BYTES = 20_000_000
 
 
-def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
+def parse_file(
+    path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, ocr: OcrSettings | None = None
+) -> ParsedDocument:
     """Parse one file into sections; raise InvalidInput if it cannot or must not be read.
 
-    Error codes a caller may act on: `too_large`, `binary_file` (skip, not a failure),
-    `no_text` (a PDF with nothing to extract), `encrypted`, and `invalid_input` for
-    corrupt or unreadable files.
+    `ocr` says how scanned pages and image files are read (rag/parse/ocr.py); None reads
+    text layers only and skips images, as ingest did before OCR. Error codes a caller may
+    act on: `too_large`, `binary_file` (skip, not a failure), `no_text` (a PDF with
+    nothing to extract), `encrypted`, `ocr_language` and `ocr_failed`, and
+    `invalid_input` for corrupt or unreadable files.
     """
     path = Path(path)
     kind = detect_type(path)
@@ -41,7 +49,11 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     if doc_type == "pdf":
         from localgpt_cli.rag.parse.pdf import parse_pdf
 
-        return parse_pdf(path)
+        return parse_pdf(path, ocr)
+    if doc_type == "image":
+        from localgpt_cli.rag.parse.image import parse_image
+
+        return parse_image(path, ocr)
     if doc_type == "docx":
         from localgpt_cli.rag.parse.docx import parse_docx
 

@@ -19,7 +19,7 @@ from localgpt_cli.rag.store.indexes import (
     VECTOR_INDEX_TYPE,
 )
 from localgpt_cli.rag.store.lancedb_import import import_lancedb
-from localgpt_cli.rag.store.rows import RESULT_COLUMNS, row_chunk
+from localgpt_cli.rag.store.rows import RESULT_COLUMNS, optional_columns, row_chunk
 from localgpt_cli.rag.store.table import VECTOR_INDEX, CollectionTable
 from localgpt_cli.rag.types import Chunk
 
@@ -83,8 +83,9 @@ class Search(CollectionTable):
         loop, table = self._reader()
         refine = self._refine_factor()
         has_vectors = self.has_vector_column()
-        # The document title too, where the table has one (the reranker weighs it).
-        extra = ("title",) if "title" in self.schema.names else ()
+        # The document title too, where the table has one (the reranker weighs it), and
+        # the OCR confidence (a table from before OCR has none).
+        extra = optional_columns(self.schema.names)
 
         async def one(q: VectorQuery | KeywordQuery, gate: asyncio.Semaphore) -> list[StoredRow]:
             if isinstance(q, VectorQuery) and not has_vectors:
