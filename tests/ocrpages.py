@@ -42,10 +42,10 @@ def page(
     dpi: int = 300,
     angle: float = 0.0,
     noise: float = 0.0,
-    width_in: float = 7.0,
+    width_in: float = 8.27,
     seed: int = 1,
 ) -> Any:
-    """A grey PIL image of `lines` in 11 pt `font` at `dpi`, one inch margins, turned by
+    """A grey PIL image of `lines` in 11 pt `font` at `dpi` (A4 wide), turned by
     `angle` degrees, with `noise` of its pixels flipped (salt and pepper)."""
     from PIL import Image, ImageDraw, ImageFont
 
@@ -71,12 +71,14 @@ def page(
 
 def save_pdf(path: Path, images: list[Any], dpi: int) -> Path:
     """An image-only PDF (no text layer), one page per image, as a scanner writes it."""
+    images = [image.copy() for image in images]  # saving leaves settings on an image
     images[0].save(path, "PDF", resolution=dpi, save_all=True, append_images=images[1:])
     return path
 
 
 def save_tiff(path: Path, images: list[Any], dpi: int) -> Path:
     """A multi-page TIFF (one frame per image)."""
+    images = [image.copy() for image in images]
     images[0].save(path, "TIFF", dpi=(dpi, dpi), save_all=True, append_images=images[1:],
                    compression="tiff_deflate")  # fmt: skip
     return path

@@ -70,8 +70,10 @@ def _frames(path: Path, settings: ocr.OcrSettings) -> tuple[list[Section], list[
 
 
 def _dpi(declared: object, default: int) -> int:
-    """The resolution the file declares (Tesseract sizes its text by it), else `default`."""
-    first = declared[0] if isinstance(declared, tuple) and declared else None
-    if isinstance(first, int | float) and 70 <= first <= 2400:
-        return round(first)
-    return default
+    """The resolution the file declares (Tesseract sizes its text by it), else `default`:
+    a 150 dpi scan read as 300 dpi lost a page of text. TIFF gives a rational, not a float."""
+    try:
+        value = float(declared[0]) if isinstance(declared, tuple) else 0.0
+    except (TypeError, ValueError, IndexError, ZeroDivisionError):
+        return default
+    return round(value) if 70 <= value <= 2400 else default

@@ -3,13 +3,13 @@
 Why a process per page rather than `tesserocr` (Tesseract's C API in this process) or
 `pytesseract`: a page that makes Tesseract hang or crash must fail alone, within a time
 limit, and a C call cannot be stopped; a child process can (killed at `page_timeout`).
-It costs Tesseract's start, ~0.2 s of CPU per page beside ~1.0 s of recognition at 300 dpi
-(tesserocr: ~1.0 s after one start; README, OCR, `python -m tests.bench.ocr`).
+It costs Tesseract's start, 0.19 CPU s a page, beside ~1 s of recognition at 300 dpi
+(README, OCR: `python -m tests.bench.ocr --engines`).
 pytesseract would add a dependency that writes the image to a temporary file and runs
-the same binary. The page goes to Tesseract's stdin as an uncompressed PGM (no PNG
-encoding), and its TSV output gives each word's confidence. `OMP_THREAD_LIMIT=1`: its
-OpenMP threads made a page twice as slow on a loaded 2-core machine, and the ingest's
-worker pool gives parallelism across pages anyway.
+the same binary. The page is turned straight first (`deskewed`), goes to Tesseract's
+stdin as an uncompressed PGM (no PNG encoding), and its TSV output gives each word's
+confidence. `OMP_THREAD_LIMIT=1`: its OpenMP threads made a page twice as slow on a loaded
+2-core machine, and the ingest's worker pool gives parallelism across pages anyway.
 
 Pillow (the `[ocr]` extra) holds the images; it is imported only when a page is read.
 """
@@ -21,6 +21,7 @@ import io
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -116,7 +117,7 @@ def read_page(image: Any, settings: OcrSettings, dpi: int | None = None) -> Page
     """The text of one page image (a PIL image of `dpi`, else the settings'), read by a
     Tesseract process of its own; OcrPageError when it fails or outlives the time limit."""
     buffer = io.BytesIO()
-    image.convert("L").save(buffer, format="PPM")  # a PGM: no compression to pay for
+    deskewed(image.convert("L")).save(buffer, format="PPM")  # a PGM: no compression to pay
     command = [
         shutil.which("tesseract") or "tesseract", "stdin", "stdout",
         "-l", settings.languages, "--dpi", str(dpi or settings.dpi), "tsv",
@@ -145,6 +146,28 @@ def read_page(image: Any, settings: OcrSettings, dpi: int | None = None) -> Page
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise OcrPageError(f"Tesseract failed ({said[-1] if said else done.returncode})")
     return tsv_page(done.stdout.decode("utf-8", "replace"))
+
+
+def deskewed(grey: Any) -> Any:
+    """The page turned straight: Tesseract 5.3 dropped three of eight lines of a page
+    scanned 2 degrees askew (tests/bench/ocr.py), and read them all once it was turned.
+    The angle is the one (within 3 degrees, to a quarter) whose rows are most unlike each
+    other (lines of text and the gaps between them), found on a 600-pixel-wide copy:
+    whole degrees first, then quarters around the best."""
+    from PIL import Image
+
+    small = grey.reduce(max(1, grey.width // 600))
+
+    def contrast(angle: float) -> float:
+        turned = small.rotate(angle, resample=Image.Resampling.BILINEAR, fillcolor=255)
+        rows = turned.resize((1, turned.height), Image.Resampling.BOX)
+        return statistics.pvariance(rows.tobytes())
+
+    coarse = max(range(-3, 4), key=contrast)
+    angle = max((coarse + i / 4 for i in range(-3, 4)), key=contrast)
+    if angle == 0:
+        return grey
+    return grey.rotate(angle, resample=Image.Resampling.BILINEAR, fillcolor=255, expand=True)
 
 
 def tsv_page(tsv: str) -> PageText:
