@@ -266,3 +266,22 @@ def test_a_killed_tesseract_fails_the_file_and_the_next_run_reads_it(standin, tm
     again = invoke("ingest", str(scans), "--json")
     assert again.exit_code == 0 and again.records()[-1]["added"] == 1
     assert set(_docs()) == {"note.md", "scan.pdf"}
+
+
+def test_real_text_layers_are_kept_and_garbled_ones_are_not():
+    """The limits of rag/parse/textlayer.py against the pages they were measured on."""
+    from localgpt_cli.pdf_text import open_pdf
+    from localgpt_cli.rag.parse.textlayer import is_garbled, is_sparse
+
+    real = [Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
+            Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")]  # fmt: skip
+    if not all(p.exists() for p in real):
+        unavailable("Debian's libtasn1-doc and shared-mime-info PDFs are not installed")
+    for pdf_path in real:
+        with open_pdf(pdf_path) as pdf:
+            texts = [pdf.text(n) for n in range(1, pdf.count + 1)]
+        assert not any(is_sparse(t) or is_garbled(t) for t in texts), pdf_path
+    sentence = "The quarterly maintenance window starts on Tuesday at nine in the evening"
+    assert is_garbled("".join(f"/g{ord(c)}" for c in sentence))  # glyph names, no Unicode
+    assert is_garbled("".join(chr(0xE000 + ord(c)) if c.isalpha() else c for c in sentence))
+    assert is_sparse("  12 \n") and not is_garbled(sentence)
