@@ -1,4 +1,5 @@
-"""PDF page text through PDFium (pypdfium2), for ingest and for the read_file tool.
+"""PDF page text through PDFium (pypdfium2), for ingest and for the read_file tool; and
+pages drawn as images for OCR (rag/parse/ocr.py).
 
 Why PDFium: Chrome's PDF engine extracts the same text as pypdf about ten times faster
 (README, Performance: `python -m tests.bench.pdf`), which is most of an archive ingest.
@@ -59,6 +60,28 @@ class PdfPages:
         except PdfiumError as exc:
             raise PdfPageError(str(exc)) from exc
         return _LINE_ENDS.sub("\n", raw.replace(_SOFT_HYPHEN, ""))
+
+    def has_image(self, number: int) -> bool:
+        """Whether page `number` draws a picture (a scan is one): the pages worth OCR."""
+        import pypdfium2.raw as pdfium_c
+
+        page = self._doc[number - 1]
+        try:
+            return any(True for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)))
+        finally:
+            page.close()
+
+    def render(self, number: int, dpi: int) -> Any:
+        """Page `number` drawn at `dpi` as a grey PIL image (needs Pillow), for OCR."""
+        from pypdfium2 import PdfiumError
+
+        page = self._doc[number - 1]
+        try:
+            return page.render(scale=dpi / 72, grayscale=True).to_pil()
+        except PdfiumError as exc:
+            raise PdfPageError(str(exc)) from exc
+        finally:
+            page.close()
 
     def title(self) -> str | None:
         """The document-information title; None when absent or unreadable."""

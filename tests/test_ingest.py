@@ -382,11 +382,13 @@ def test_walk_skips_hidden_binary_and_symlinks_out_of_the_root(standin, tmp_path
     assert r.exit_code == 0
     names = sorted(Path(d["path"]).name for d in records_of(r) if d["status"] == "added")
     assert names == ["a.md", "b.py", "d.md"]
-    assert summary_of(r)["skipped"] == 1  # blob.dat, sniffed; pic.png is never opened
-    (skipped,) = [d for d in records_of(r) if d["status"] == "skipped"]
-    assert (Path(skipped["path"]).name, skipped["code"]) == ("blob.dat", "binary_file")
+    # blob.dat, sniffed; pic.png, no image for OCR (rag/parse/image.py) and skipped as before
+    assert summary_of(r)["skipped"] == 2
+    skipped = [d for d in records_of(r) if d["status"] == "skipped"]
+    assert sorted((Path(d["path"]).name, d["code"]) for d in skipped) == [
+        ("blob.dat", "binary_file"), ("pic.png", "binary_file")]
     again = invoke("ingest", str(root), "--json")
-    assert summary_of(again)["skipped"] == 0 and summary_of(again)["unchanged"] == 4
+    assert summary_of(again)["skipped"] == 0 and summary_of(again)["unchanged"] == 5
 
     other = invoke(
         "ingest", str(root), "-C", "filtered", "--include", "*.md", "--exclude", "drafts",

@@ -42,7 +42,8 @@ W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
         ("notes.weird", ("text", None)),
         ("paper.pdf", ("pdf", None)),
         ("report.docx", ("docx", None)),
-        ("photo.PNG", None),
+        ("photo.PNG", ("image", None)),  # read by OCR (rag/parse/image.py)
+        ("anim.gif", None),
         ("archive.tar.gz", None),
         ("model.gguf", None),
     ],
@@ -58,14 +59,17 @@ def test_is_binary_sniffs_content_and_knows_containers(tmp_path: Path) -> None:
     text.write_text("just words\n")
     wide = tmp_path / "wide.txt"
     wide.write_bytes("hello wide world".encode("utf-16"))
-    image = tmp_path / "fake.png"
+    image = tmp_path / "fake.gif"
     image.write_text("not really an image")
+    scan = tmp_path / "scan.png"
+    scan.write_text("not read here")
     pdf = make_pdf(tmp_path / "doc.pdf", ["text"])
     assert is_binary(blob)
     assert not is_binary(text)
     assert not is_binary(wide)  # NUL bytes, but a UTF-16 BOM: text
     assert is_binary(image)  # known binary extension, not read at all
     assert not is_binary(pdf)  # binary bytes, but a format we parse
+    assert not is_binary(scan)  # an image OCR reads: the parser decides, by --ocr
 
 
 def test_binary_file_is_refused_with_its_own_code(tmp_path: Path) -> None:

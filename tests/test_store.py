@@ -79,6 +79,7 @@ def test_schema_and_stored_row(coll):
         "line_end",
         "text_hash",
         "title",
+        "ocr_confidence",
         "vector",
     ]
     assert str(schema.field("vector").type) == f"fixed_size_list<item: float>[{DIM}]"
@@ -192,6 +193,22 @@ def test_table_from_before_titles_gains_the_column_and_keeps_its_rows(coll):
         text_hash("old one"), text_hash("Doc\n\nnew text")
     }
     assert coll.count() == 3
+
+
+def test_table_from_before_ocr_is_read_and_gains_the_column_with_an_ocr_chunk(coll):
+    coll.table.drop_columns(["ocr_confidence"])  # the schema of collections made before OCR
+    coll._changed()
+    put(coll, "d1", make_chunks("d1", ["typed notes about the boiler"]))
+    assert "ocr_confidence" not in coll.table.schema.names  # plain rows: no schema change
+    assert coll.chunks("d1")[0].ocr_confidence is None
+    assert keyword_search(coll, "boiler", 5)[0].chunk.ocr_confidence is None
+    scanned = make_chunks("d2", ["scanned invoice for the boiler"])
+    scanned[0].ocr_confidence = 91.3
+    put(coll, "d2", scanned)
+    assert "ocr_confidence" in coll.table.schema.names
+    assert coll.chunks("d2")[0].ocr_confidence == 91.3
+    hits = keyword_search(coll, "boiler", 5)
+    assert {r.chunk.document_id: r.chunk.ocr_confidence for r in hits} == {"d1": None, "d2": 91.3}
 
 
 def test_model_recorded_and_mismatch_refused(coll, tmp_path):

@@ -15,6 +15,7 @@ from localgpt_cli.cli.kb import (
     resolve_document,
 )
 from localgpt_cli.render.docs import print_chunks
+from localgpt_cli.render.search import ocr_keys
 from localgpt_cli.render.tables import chunks, display_path, human_size, print_table, when
 
 EPILOG = """\b
@@ -114,7 +115,7 @@ def show_cmd(app: App, ref: str) -> None:
             app.output.record({
                 "type": "chunk", "document_id": doc_id, "path": c.path, "chunk": c.ordinal,
                 "page": c.page, "heading": c.heading, "line_start": c.line_start,
-                "line_end": c.line_end, "text": c.text,
+                "line_end": c.line_end, "text": c.text, **ocr_keys(c.ocr_confidence),
             })  # fmt: skip
         return
     print_chunks(app.output, doc_id, path, chunks)

@@ -109,6 +109,14 @@ def _size(value: str) -> int:
     "instead of embedding them in this process.",
 )
 @click.option(
+    "--ocr",
+    "ocr_mode",
+    type=click.Choice(["auto", "always", "never"]),
+    help="Read scanned PDF pages and image files with Tesseract: auto (pages without a "
+    "usable text layer; default, [ingest] ocr), always (every page), never. "
+    "E.g. localgpt ingest ~/scans --ocr always",
+)
+@click.option(
     "--max-chunks",
     type=click.IntRange(min=1),
     default=2000,
@@ -137,6 +145,7 @@ def ingest(
     chunk_size: int | None,
     chunk_overlap: int | None,
     no_fallback: bool,
+    ocr_mode: str | None,
     max_chunks: int,
     max_file_size: str,
 ) -> None:
@@ -165,11 +174,35 @@ def ingest(
         chunk_overlap=chunk_overlap,
         max_file_size=max_bytes,
         max_chunks=max_chunks,
+        ocr=_ocr_settings(app, ocr_mode),
     )
     store = open_store(app, write=not dry_run)
     with remote.translated(store.uri):  # a failing object store: one line, its exit code
         fallback = not no_fallback and bool(app.settings.values["ingest.local_fallback"])
         _ingest(app, store, options, wait_lock, dry_run, fallback)
+
+
+def _ocr_settings(app: App, mode: str | None) -> Any:
+    """How this run reads scans: --ocr, else [ingest] ocr, ocr_languages, ocr_page_timeout."""
+    from localgpt_cli.errors import setting_error
+    from localgpt_cli.rag.parse.ocr import MODES, OcrSettings
+
+    values, named = app.settings.values, app.settings.named
+    mode = mode or str(values["ingest.ocr"]).strip().lower()
+    if mode not in MODES:
+        where = named("ingest.ocr")
+        raise setting_error(where, f"ingest.ocr {mode!r} ({where}) is not one of "
+                            f"{', '.join(MODES)}.")  # fmt: skip
+    languages = str(values["ingest.ocr_languages"]).strip().replace(" ", "")
+    if not languages:
+        where = named("ingest.ocr_languages")
+        raise setting_error(where, f"ingest.ocr_languages ({where}) is empty.",
+                            hint="Name Tesseract language packs, e.g. eng+deu.")  # fmt: skip
+    timeout = float(values["ingest.ocr_page_timeout"])
+    if timeout <= 0:
+        where = named("ingest.ocr_page_timeout")
+        raise setting_error(where, f"ingest.ocr_page_timeout ({where}) must be positive.")
+    return OcrSettings(mode=mode, languages=languages, page_timeout=timeout)
 
 
 def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,

@@ -137,6 +137,7 @@ def chunk_document(
                     heading=section.heading,
                     line_start=line_start,
                     line_end=line_end,
+                    ocr_confidence=section.ocr_confidence,
                 )
             )
     return chunks

@@ -11,13 +11,15 @@ from pathlib import Path
 SNIFF_BYTES = 8192
 
 # Every type `detect_type` can give a document: what `search --type` accepts.
-DOCUMENT_TYPES = ("pdf", "markdown", "code", "text", "html", "docx")
+DOCUMENT_TYPES = ("pdf", "markdown", "code", "text", "html", "docx", "image")
 
 # Byte-order marks of encodings whose text legitimately contains NUL bytes.
 WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 MARKDOWN_EXTENSIONS = frozenset({"md", "markdown", "mdx", "mkd", "mdown"})
 HTML_EXTENSIONS = frozenset({"html", "htm", "xhtml"})
+# Pictures read by OCR (rag/parse/image.py); skipped when OCR is off or not installed.
+IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "tif", "tiff", "webp", "bmp"})
 TEXT_EXTENSIONS = frozenset({"txt", "text", "log", "rst", "csv", "tsv", "adoc", "org", "tex"})
 
 # Extension -> language. Languages are short, lower-case names a user would type in a
@@ -56,7 +58,7 @@ CODE_FILENAMES: dict[str, str] = {
 
 # Formats with no useful text for us (or none we can read without a new dependency).
 BINARY_EXTENSIONS = frozenset({
-    "png", "jpg", "jpeg", "gif", "bmp", "ico", "icns", "webp", "tif", "tiff", "psd", "heic",
+    "gif", "ico", "icns", "psd", "heic",
     "svg", "svgz", "raw", "cr2", "nef",
     "mp3", "wav", "flac", "ogg", "oga", "m4a", "aac", "opus", "mid", "midi",
     "mp4", "m4v", "mkv", "avi", "mov", "webm", "wmv", "flv", "mpg", "mpeg",
@@ -94,6 +96,8 @@ def detect_type(path: Path) -> tuple[str, str | None] | None:
         return "pdf", None
     if ext == "docx":
         return "docx", None
+    if ext in IMAGE_EXTENSIONS:
+        return "image", None
     if ext in MARKDOWN_EXTENSIONS:
         return "markdown", None
     if ext in HTML_EXTENSIONS:
@@ -117,14 +121,15 @@ def looks_binary(head: bytes) -> bool:
 def is_binary(path: Path) -> bool:
     """True if the walker should skip this file without parsing it.
 
-    PDF and DOCX are binary containers we do parse, so they are never "binary" here. A
+    PDF, DOCX and images are binary containers we do parse (images by OCR, or skipped
+    by the parser when OCR is off), so they are never "binary" here. A
     file that cannot be opened is reported as not binary so that parse_file, which the
     walker calls next, fails it alone with the reason instead of skipping it silently.
     """
     kind = detect_type(path)
     if kind is None:
         return True
-    if kind[0] in ("pdf", "docx"):
+    if kind[0] in ("pdf", "docx", "image"):
         return False
     try:
         with open(path, "rb") as fh:

@@ -151,5 +151,6 @@ def hit(cand: Candidate, rank: int, mode: str) -> Hit:
         heading=chunk.heading,
         line_start=chunk.line_start,
         line_end=chunk.line_end,
+        ocr_confidence=chunk.ocr_confidence,
         extra=extra,
     )

@@ -120,6 +120,8 @@ def source_result(hit: Hit) -> dict[str, Any]:
         out["page"] = hit.page
     if "scores" in hit.extra:
         out["scores"] = hit.extra["scores"]
+    if hit.ocr_confidence is not None:  # read by OCR: says so, and how sure it was
+        out.update(ocr=True, ocr_confidence=hit.ocr_confidence)
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from localgpt_cli.rag.headings import HEADING_SEPARATOR
+from localgpt_cli.rag.parse.headings import HEADING_SEPARATOR
 from localgpt_cli.rag.types import ParsedDocument
 
 MAX_TITLE_CHARS = 120

@@ -29,6 +29,7 @@ class Section:
     page: int | None = None
     heading: str | None = None
     line_start: int | None = None
+    ocr_confidence: float | None = None  # read by OCR: its words' mean confidence (0-100)
 
 
 @dataclass
@@ -36,7 +37,7 @@ class ParsedDocument:
     """What a parser returns for one file."""
 
     path: str
-    type: str  # pdf | markdown | text | code | html | docx
+    type: str  # pdf | markdown | text | code | html | docx | image
     sections: list[Section]
     language: str | None = None  # for code: py, js, rs, ...
     warnings: list[str] = field(default_factory=list)
@@ -57,6 +58,7 @@ class Chunk:
     line_start: int | None = None
     line_end: int | None = None
     title: str | None = None  # the document's title, embedded with the text (rag/titles.py)
+    ocr_confidence: float | None = None  # its page was read by OCR (Section.ocr_confidence)
 
 
 @dataclass
@@ -74,6 +76,7 @@ class Hit:
     heading: str | None = None
     line_start: int | None = None
     line_end: int | None = None
+    ocr_confidence: float | None = None  # read by OCR, with this mean confidence (0-100)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

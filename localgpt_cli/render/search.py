@@ -25,7 +25,13 @@ def hit_record(hit: Any, mode: str) -> dict[str, Any]:
         "text": hit.text, "heading": hit.heading, "line_start": hit.line_start,
         "line_end": hit.line_end, "doc_type": hit.type, "mode": mode,
         **({"scores": hit.extra["scores"]} if "scores" in hit.extra else {}),
+        **ocr_keys(hit.ocr_confidence),
     }  # fmt: skip
+
+
+def ocr_keys(confidence: float | None) -> dict[str, Any]:
+    """`"ocr": true` and the page's mean confidence, on a passage read by OCR (else none)."""
+    return {} if confidence is None else {"ocr": True, "ocr_confidence": confidence}
 
 
 def print_hits(output: Output, hits: Sequence[Any], mode: str, query: str) -> None:

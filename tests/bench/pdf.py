@@ -115,7 +115,7 @@ def extraction(paths: list[Path], runs: int) -> list[dict[str, Any]]:
 
 def child(mode: str, argv: list[str]) -> None:
     """One ingest in this process, parse_pdf timed; `pypdf` makes PDFium refuse every file."""
-    import localgpt_cli.rag.parse_pdf as parse_pdf_module
+    import localgpt_cli.rag.parse.pdf as parse_pdf_module
     from localgpt_cli.cli.main import main
     from localgpt_cli.pdf_text import PdfRefused
 

@@ -176,7 +176,7 @@ def _parse(state: RunState, item: Work, doc_id: str) -> tuple[ParsedDocument, li
     f = item.found
     if not item.sha256:
         raise InvalidInput(f"{f.path}: cannot read")
-    parsed = parse_file(Path(f.path), max_bytes=state.opts.max_file_size)
+    parsed = parse_file(Path(f.path), max_bytes=state.opts.max_file_size, ocr=state.opts.ocr)
     chunks = chunk_document(
         parsed,
         doc_id,

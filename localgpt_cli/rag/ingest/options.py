@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localgpt_cli.rag.chunk import DEFAULT_MAX_CHUNKS, resolve_limits
+from localgpt_cli.rag.parse.ocr import OcrSettings
 
 DEFAULT_MAX_FILE_SIZE = 20_000_000
 DEFAULT_BATCH_SIZE = 64
@@ -30,6 +31,7 @@ class IngestOptions:
     exclude: Sequence[str] = ()
     prune: bool = False
     force: bool = False
+    ocr: OcrSettings = OcrSettings()  # scanned pages and image files (rag/parse/ocr.py)
     dry_run: bool = False
     batch_size: int = DEFAULT_BATCH_SIZE
     chunk_size: int | None = None
@@ -47,7 +49,8 @@ def options_key(opts: IngestOptions, doc_type: str | None) -> str:
     if doc_type is None:
         return ""
     size, overlap = resolve_limits(doc_type, opts.chunk_size, opts.chunk_overlap)
-    return f"{size}/{overlap}/{EMBED_RECIPE}"
+    read_by_ocr = opts.ocr.key() if doc_type in ("pdf", "image") else ""
+    return f"{size}/{overlap}/{EMBED_RECIPE}{read_by_ocr}"
 
 
 def path_options_key(opts: IngestOptions, path: str) -> str:

@@ -17,6 +17,7 @@ from localgpt_cli.rag.store.rows import (
     RESULT_COLUMNS,
     DocumentSummary,
     PendingChunk,
+    optional_columns,
     row_chunk,
     where_document,
     where_documents,
@@ -138,7 +139,7 @@ class Reads(CollectionTable):
         query = (
             self.table.search()
             .where(where_document(document_id))
-            .select(list(RESULT_COLUMNS))
+            .select([*RESULT_COLUMNS, *optional_columns(self.schema.names)])
         )
         rows = sorted(scan_all(query), key=lambda r: r["ordinal"])
         return [row_chunk(r) for r in rows]

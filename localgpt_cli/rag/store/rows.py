@@ -34,9 +34,14 @@ RESULT_COLUMNS = (
     "line_end",
 )
 
-# The result columns that make a `Chunk`, in the order of its fields (`title` follows).
+# The result columns that make a `Chunk`, in the order of its fields (`title` and
+# `ocr_confidence` follow).
 CHUNK_FIELDS = ("document_id", "path", "type", "ordinal", "text", "page", "heading",
                 "line_start", "line_end")  # fmt: skip
+
+# Columns later versions added, read where a table has them (older tables lack them): the
+# document title (embedded with the text) and the mean confidence of a page read by OCR.
+OPTIONAL_COLUMNS = ("title", "ocr_confidence")
 
 # Text hashes per `IN (...)` filter of the embedding-cache lookup: keeps each SQL filter short.
 FILTER_BATCH = 500
@@ -109,6 +114,7 @@ def row_schema(dim: int | None) -> pa.Schema:
         pa.field("line_end", pa.int32()),
         pa.field("text_hash", pa.string()),
         pa.field("title", pa.string()),
+        pa.field("ocr_confidence", pa.float32()),
     ]
     if dim is not None:
         fields.append(vector_field(dim))
@@ -139,6 +145,7 @@ def chunk_columns(
         "line_end": [c.line_end for c in chunks],
         "text_hash": list(hashes) if hashes is not None else [embed_hash(c) for c in chunks],
         "title": [c.title for c in chunks],
+        "ocr_confidence": [c.ocr_confidence for c in chunks],
     }
 
 
@@ -179,7 +186,18 @@ def row_chunk(row: dict[str, Any]) -> Chunk:
         line_start=row["line_start"],
         line_end=row["line_end"],
         title=row.get("title"),
+        ocr_confidence=rounded_confidence(row.get("ocr_confidence")),
     )
+
+
+def rounded_confidence(confidence: float | None) -> float | None:
+    """A stored float32 confidence as it was given (91.30000305 -> 91.3)."""
+    return None if confidence is None else round(confidence, 1)
+
+
+def optional_columns(names: Sequence[str]) -> tuple[str, ...]:
+    """Those of OPTIONAL_COLUMNS a table with these column names has."""
+    return tuple(c for c in OPTIONAL_COLUMNS if c in names)
 
 
 # -- filters: LanceDB's SQL dialect ------------------------------------------------------

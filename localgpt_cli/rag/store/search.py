@@ -19,7 +19,12 @@ from localgpt_cli.rag.store.indexes import (
     VECTOR_INDEX_TYPE,
 )
 from localgpt_cli.rag.store.lancedb_import import import_lancedb
-from localgpt_cli.rag.store.rows import CHUNK_FIELDS, RESULT_COLUMNS
+from localgpt_cli.rag.store.rows import (
+    CHUNK_FIELDS,
+    RESULT_COLUMNS,
+    optional_columns,
+    rounded_confidence,
+)
 from localgpt_cli.rag.store.table import VECTOR_INDEX, CollectionTable
 from localgpt_cli.rag.types import Chunk
 
@@ -82,8 +87,9 @@ class Search(CollectionTable):
         loop, table = self._reader()
         refine = self._refine_factor()
         has_vectors = self.has_vector_column()
-        # The document title too, where the table has one (the reranker weighs it).
-        extra = ("title",) if "title" in self.schema.names else ()
+        # The document title too, where the table has one (the reranker weighs it), and
+        # the OCR confidence (a table from before OCR has none).
+        extra = optional_columns(self.schema.names)
         columns = ("chunk_id",) if chunks is not None else (*RESULT_COLUMNS, *extra)
         # Vector queries of one limit and filter go as one multi-vector search: LanceDB
         # shares one scan of the vectors among them and tags each row with its query's
@@ -218,10 +224,13 @@ async def _take_missing(
 
 
 def _chunks(result: Any) -> list[Chunk]:
-    """The chunks of rows that have the result columns (and `title`, where stored)."""
+    """The chunks of rows that have the result columns (and the optional ones, `title`
+    and `ocr_confidence`, where the table has them)."""
     fields = [result.column(name).to_pylist() for name in CHUNK_FIELDS]
-    if "title" in result.column_names:
-        fields.append(result.column("title").to_pylist())
+    names, none = result.column_names, [None] * result.num_rows
+    fields.append(result.column("title").to_pylist() if "title" in names else none)
+    confidence = result.column("ocr_confidence").to_pylist() if "ocr_confidence" in names else none
+    fields.append([rounded_confidence(c) for c in confidence])
     return [Chunk(*values) for values in zip(*fields, strict=True)]
 
 

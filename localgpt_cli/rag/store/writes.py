@@ -44,14 +44,20 @@ class Writes(CollectionTable):
                 hint=f"Re-index it: localgpt ingest --force -C {self.name} PATH...",
             )
 
-    def _ensure_title_column(self) -> None:
+    def _ensure_title_column(self, chunks: Sequence[Chunk]) -> None:
         """Tables made before titles lack the column: add it (all null, a schema-only
         commit). Their rows keep their vectors, keyed by the bare text; the next ingest
-        re-embeds each chunk once, with its title (the manifest's options mark changed)."""
+        re-embeds each chunk once, with its title (the manifest's options mark changed).
+        Tables made before OCR get its column with their first OCR'd chunk (until then
+        their rows are written without it)."""
         import pyarrow as pa
 
         if "title" not in self.schema.names:
             self.table.add_columns(pa.field("title", pa.string()))
+            self._changed()
+        ocr_read = any(c.ocr_confidence is not None for c in chunks)
+        if ocr_read and "ocr_confidence" not in self.schema.names:
+            self.table.add_columns(pa.field("ocr_confidence", pa.float32()))
             self._changed()
 
     def _rows_table(
@@ -70,7 +76,7 @@ class Writes(CollectionTable):
             raise InvalidInput(f"Vectors of different dimensions {sorted(dims)} in one batch.")
         if dims:
             self._ensure_vector_column(dims.pop())
-        self._ensure_title_column()
+        self._ensure_title_column(chunks)
         schema = row_schema(self.dim if "vector" in self.schema.names else None)
         columns = chunk_columns(chunks, hashes)
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
@@ -78,7 +84,8 @@ class Writes(CollectionTable):
             if vectors is None:
                 vectors = [None] * len(chunks)
             arrays.append(vector_array(np, pa, vectors, self.dim or 0))
-        # In the table's column order: a table from before `title` has it last.
+        # In the table's column order (a table from before `title` has it last), and only
+        # the columns it has (one from before OCR has no `ocr_confidence`).
         return pa.Table.from_arrays(arrays, schema=schema).select(self.schema.names)
 
     def write_documents(

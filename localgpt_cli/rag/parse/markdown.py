@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from localgpt_cli.rag.headings import DraftSection, HeadingTrail, finish_sections
+from localgpt_cli.rag.parse.headings import DraftSection, HeadingTrail, finish_sections
 from localgpt_cli.rag.types import Section
 
 ATX_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from localgpt_cli.rag.decode import decode_text
-from localgpt_cli.rag.headings import DraftSection, HeadingTrail, finish_sections
+from localgpt_cli.rag.parse.headings import DraftSection, HeadingTrail, finish_sections
 from localgpt_cli.rag.types import ParsedDocument
 
 # Elements whose content is never text for a reader.

@@ -1,5 +1,8 @@
 """PDF -> one Section per page, page numbers kept for citations: PDFium, pypdf as fallback.
 
+Pages without a usable text layer (scans) are read by OCR when asked (`ocr`, see
+rag/parse/scanned.py); pypdf's fallback reads text layers only.
+
 PDFium (`localgpt_cli/pdf_text.py`) reads the text, about ten times faster than pypdf with
 the same characters (README, Performance). pypdf stays for the files PDFium refuses: the
 document is then read with pypdf and says so in its warnings; when neither reads it, the
@@ -20,11 +23,14 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.pdf_text import PdfPageError, PdfPages, PdfPassword, PdfRefused, open_pdf
 from localgpt_cli.rag.types import ParsedDocument, Section
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.parse.ocr import OcrSettings
 
 
 class _Collector(logging.Handler):
@@ -54,14 +60,17 @@ def _quiet_pypdf() -> Iterator[_Collector]:
         logger.propagate = saved
 
 
-def parse_pdf(path: Path) -> ParsedDocument:
-    """Extract text page by page; raise InvalidInput for encrypted, corrupt or scanned PDFs."""
+def parse_pdf(path: Path, ocr: OcrSettings | None = None) -> ParsedDocument:
+    """Extract text page by page, scanned pages by OCR when `ocr` says so; raise
+    InvalidInput for encrypted, corrupt or (without OCR) scanned PDFs."""
+    unread: str | None = None
     try:
         with open_pdf(path) as pdf:
-            sections, failed_pages, page_count = _pdfium_pages(pdf)
-            title = pdf.title()
+            texts, failed_pages = _pdfium_pages(pdf)
+            sections, notes, unread = _with_ocr(pdf, path, texts, ocr)
+            page_count, title = pdf.count, pdf.title()
         damage = _xref_damage(path)
-        notes = [f"damaged PDF, read with repairs ({damage})"] if damage else []
+        notes += [f"damaged PDF, read with repairs ({damage})"] if damage else []
     except PdfPassword as exc:
         raise _encrypted(path) from exc
     except PdfRefused as refused:
@@ -70,22 +79,40 @@ def parse_pdf(path: Path) -> ParsedDocument:
         notes = [f"PDFium could not open it ({refused}); read with pypdf"]
         if log.messages:
             notes.append(f"damaged PDF, read with repairs ({log.messages[0]})")
-    return _document(path, sections, failed_pages, page_count, title, notes)
+    return _document(path, sections, failed_pages, page_count, title, notes, unread)
 
 
-def _pdfium_pages(pdf: PdfPages) -> tuple[list[Section], list[tuple[int, str]], int]:
-    """Sections of the pages with text, the pages whose text failed, the page count."""
-    sections: list[Section] = []
+def _pdfium_pages(pdf: PdfPages) -> tuple[dict[int, str], list[tuple[int, str]]]:
+    """The text layer of each page that reads, and the pages whose text failed."""
+    texts: dict[int, str] = {}
     failed: list[tuple[int, str]] = []
     for number in range(1, pdf.count + 1):
         try:
-            text = pdf.text(number)
+            texts[number] = pdf.text(number)
         except PdfPageError as exc:  # one broken page must not lose the others
             failed.append((number, f"PdfiumError: {exc}"))
-            continue
-        if text.strip():
-            sections.append(Section(text=text, page=number))
-    return sections, failed, pdf.count
+    return texts, failed
+
+
+def _with_ocr(
+    pdf: PdfPages, path: Path, texts: dict[int, str], settings: OcrSettings | None
+) -> tuple[list[Section], list[str], str | None]:
+    """The sections in page order (OCR's where it read a page, else the text layer's),
+    warnings, and what to install when pages that needed OCR could not have it."""
+    read: dict[int, Section] = {}
+    notes: list[str] = []
+    unread: str | None = None
+    if settings is not None:
+        from localgpt_cli.rag.parse import scanned
+
+        outcome = scanned.read_pages(pdf, str(path), scanned.wanted(pdf, texts, settings), settings)
+        read, notes, unread = outcome.sections, outcome.warnings, outcome.unread
+    sections = [
+        read.get(number) or Section(text=text, page=number)
+        for number, text in sorted({**texts, **{n: "" for n in read}}.items())
+        if number in read or text.strip()
+    ]
+    return sections, notes, unread
 
 
 def _document(
@@ -95,16 +122,23 @@ def _document(
     page_count: int,
     title: str | None,
     notes: list[str],
+    unread: str | None = None,
 ) -> ParsedDocument:
-    """The parsed document, or the one-line error of a PDF with no text at all."""
+    """The parsed document, or the one-line error of a PDF with no text at all (`unread`:
+    why OCR could not read its pages, what to install)."""
     if not sections:
         if failed_pages:
             raise InvalidInput(f"{path}: corrupt PDF (no page could be read: {failed_pages[0]})")
-        raise InvalidInput(
-            f"{path}: no extractable text in {page_count} page(s) (probably scanned;"
-            " OCR it first, e.g. with ocrmypdf)",
-            code="no_text",
+        if notes and notes[0].startswith("page "):  # every page OCR read failed
+            raise InvalidInput(f"{path}: {notes[0]}", code="ocr_failed")
+        why = f"scanned; {unread}" if unread else (
+            "probably scanned; OCR it first, e.g. with ocrmypdf"
         )
+        raise InvalidInput(
+            f"{path}: no extractable text in {page_count} page(s) ({why})", code="no_text"
+        )
+    if unread:
+        notes.append(f"scanned pages not read ({unread})")
     failed = [f"page {n}: text not extracted ({why})" for n, why in failed_pages[:5]]
     if len(failed_pages) > 5:
         failed.append(f"... and {len(failed_pages) - 5} more pages not extracted")

@@ -1,4 +1,4 @@
-"""One file -> a ParsedDocument of Sections, whatever its format.
+"""One file -> a ParsedDocument of Sections, whatever its format (one module per format here).
 
 `parse_file` is the only entry point ingest needs: it checks the size limit, picks the
 parser from the file name (`filetypes.detect_type`) and turns every way a file can be
@@ -9,23 +9,31 @@ fails alone and the rest of an ingest run goes on.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.rag.decode import decode_text
 from localgpt_cli.rag.filetypes import detect_type, is_binary, looks_binary
 from localgpt_cli.rag.types import ParsedDocument, Section
 
+if TYPE_CHECKING:
+    from localgpt_cli.rag.parse.ocr import OcrSettings
+
 __all__ = ["DEFAULT_MAX_BYTES", "detect_type", "is_binary", "parse_file"]
 
 DEFAULT_MAX_BYTES = 20_000_000
 
 
-def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocument:
+def parse_file(
+    path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, ocr: OcrSettings | None = None
+) -> ParsedDocument:
     """Parse one file into sections; raise InvalidInput if it cannot or must not be read.
 
-    Error codes a caller may act on: `too_large`, `binary_file` (skip, not a failure),
-    `no_text` (a PDF with nothing to extract), `encrypted`, and `invalid_input` for
-    corrupt or unreadable files.
+    `ocr` says how scanned pages and image files are read (rag/parse/ocr.py); None reads
+    text layers only and skips images, as ingest did before OCR. Error codes a caller may
+    act on: `too_large`, `binary_file` (skip, not a failure), `no_text` (a PDF with
+    nothing to extract), `encrypted`, `ocr_language` and `ocr_failed`, and
+    `invalid_input` for corrupt or unreadable files.
     """
     path = Path(path)
     kind = detect_type(path)
@@ -39,11 +47,15 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     if size > max_bytes:
         raise _too_large(path, f"{_megabytes(size, up=True)} MB > {_megabytes(max_bytes)} MB limit")
     if doc_type == "pdf":
-        from localgpt_cli.rag.parse_pdf import parse_pdf
+        from localgpt_cli.rag.parse.pdf import parse_pdf
 
-        return parse_pdf(path)
+        return parse_pdf(path, ocr)
+    if doc_type == "image":
+        from localgpt_cli.rag.parse.image import parse_image
+
+        return parse_image(path, ocr)
     if doc_type == "docx":
-        from localgpt_cli.rag.parse_docx import parse_docx
+        from localgpt_cli.rag.parse.docx import parse_docx
 
         return parse_docx(path, max_bytes=max_bytes)
 
@@ -51,14 +63,14 @@ def parse_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedDocum
     if looks_binary(data):
         raise InvalidInput(f"{path}: binary file; skipped", code="binary_file")
     if doc_type == "html":
-        from localgpt_cli.rag.parse_html import parse_html
+        from localgpt_cli.rag.parse.html import parse_html
 
         return parse_html(path, data)
     text, warning = decode_text(data)
     del data
     warnings = [warning] if warning else []
     if doc_type == "markdown":
-        from localgpt_cli.rag.parse_markdown import markdown_sections
+        from localgpt_cli.rag.parse.markdown import markdown_sections
 
         sections = markdown_sections(text)
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from localgpt_cli.errors import InvalidInput
-from localgpt_cli.rag.headings import DraftSection, HeadingTrail, finish_sections
+from localgpt_cli.rag.parse.headings import DraftSection, HeadingTrail, finish_sections
 from localgpt_cli.rag.types import ParsedDocument
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
