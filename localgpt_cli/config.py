@@ -60,6 +60,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("memory.project_share", None, 0.25, float, "share of the prompt for project memory"),
     Spec("ingest.local_fallback", None, True, bool,
          "a new collection is embedded in-process when Ollama is down ([local] extra)"),
+    Spec("ingest.workers", None, None, int, "processes that parse and chunk (default: the cores)"),
+    Spec("ingest.concurrency", None, 2, int, "embedding requests ingest keeps in flight"),
     Spec("history.backend", "LOCALGPT_HISTORY_BACKEND", "sqlite", str,
          "where history is kept: sqlite (<home>/history.db), memory, postgres"),
     Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,
