@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.rag.ingest.document import (
-    Parsed,
     Prepared,
     Work,
     document_event,
     read_document,
 )
+from localgpt_cli.rag.ingest.parsing import Parsed
 from localgpt_cli.rag.ingest.summary import Event
 
 if TYPE_CHECKING:

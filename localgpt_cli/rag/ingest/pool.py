@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from localgpt_cli.errors import LocalGPTError
-from localgpt_cli.rag.ingest.document import Parsed, Work
+from localgpt_cli.rag.ingest.parsing import Parsed
 
 if TYPE_CHECKING:
+    from localgpt_cli.rag.ingest.document import Work
     from localgpt_cli.rag.ingest.options import IngestOptions
 
 # Files sent ahead to each worker, so it never waits for this process between two files.

@@ -14,7 +14,7 @@ from multiprocessing.connection import Connection
 
 
 def serve() -> None:
-    from localgpt_cli.rag.ingest.document import parse_chunk
+    from localgpt_cli.rag.ingest.parsing import parse_chunk
 
     inbox = Connection(os.dup(0), writable=False)
     outbox = Connection(os.dup(1), readable=False)
