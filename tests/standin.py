@@ -308,6 +308,8 @@ class StandIn:
         # seconds each /api/embed request waits before answering, as a GPU server's batch
         # takes: requests in flight at once wait side by side (one thread each)
         self.embed_delay = 0.0
+        self.embeds_at_once = 0  # the most /api/embed requests seen in progress together
+        self._embeds_now = 0
         self._embedders: dict[str, Embedder] = {}
         self._embed_failures: deque[int] = deque()
         self._loaded: dict[str, tuple[datetime, int]] = {}
@@ -528,6 +530,12 @@ class StandIn:
             if known and self._embed_failures:
                 return self._embed_failures.popleft()
             return None
+
+    def _embedding(self, step: int) -> None:
+        """One more (or one fewer) delayed /api/embed request in progress."""
+        with self._lock:
+            self._embeds_now += step
+            self.embeds_at_once = max(self.embeds_at_once, self._embeds_now)
 
     def _embedder(self, spec: ModelSpec) -> Embedder:
         with self._lock:
@@ -847,7 +855,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"model": raw, "embeddings": []})
             return
         if standin.embed_delay:
-            time.sleep(standin.embed_delay)
+            standin._embedding(+1)
+            try:
+                time.sleep(standin.embed_delay)
+            finally:
+                standin._embedding(-1)
         counts = [len(_WORD.findall(t)) or 1 for t in texts]
         if body.get("truncate") is False and max(counts) > spec.context_length:
             self._send_error(400, "the input length exceeds the context length")

@@ -194,3 +194,24 @@ def test_ctrl_c_stops_the_pool_leaves_no_worker_and_loses_nothing(standin, tmp_p
     assert summary["unchanged"] >= len(committed)  # not done twice
     assert summary["added"] + summary["unchanged"] == FILES + 1
     assert len({row[1] for row in snapshot(home)}) == FILES + 1
+
+
+def test_embedding_requests_go_two_at_once_and_store_the_same(standin, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(12):
+        (corpus / f"n{i}.md").write_text(f"# Note {i}\n\n{paragraph(i, words=40)}\n")
+    standin.embed_delay = 0.3  # each request is slow: the run would wait for each in turn
+    config = tmp_path / "one.toml"
+    config.write_text("[ingest]\nconcurrency = 1\n")
+    one = run("ingest", str(corpus), "--json", "--batch-size", "2",
+              env={"LOCALGPT_HOME": str(tmp_path / "h1"), "LOCALGPT_CONFIG": str(config)})
+    assert one.exit_code == 0, one.stderr
+    assert standin.embeds_at_once == 1
+    two = run("ingest", str(corpus), "--json", "--batch-size", "2",
+              env={"LOCALGPT_HOME": str(tmp_path / "h2")})  # the default: 2 in flight
+    assert two.exit_code == 0, two.stderr
+    assert standin.embeds_at_once == 2
+    assert _stable(two.records()) == _stable(one.records())
+    assert two.records()[-1]["embed_requests"] == one.records()[-1]["embed_requests"] == 6
+    assert snapshot(tmp_path / "h2") == snapshot(tmp_path / "h1")
