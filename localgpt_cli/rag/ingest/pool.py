@@ -79,6 +79,7 @@ class _Worker:
         self.proc.stdout.close()
         self.send_end.send(opts)
         self.sent: deque[int] = deque()  # sequence numbers of the files it holds
+        self.broken = False  # a send failed: it is gone, its end of the pipe says so next
 
     def died(self) -> str:
         """Why it is gone, in a few words (it has closed its end of the pipe)."""
@@ -154,18 +155,24 @@ class ParsePool:
     def _fill(self, run: _Run) -> None:
         """Send files to the workers with room, retried ones first."""
         while True:
-            free = [w for w in self.workers if len(w.sent) < DEPTH]
+            free = [w for w in self.workers if len(w.sent) < DEPTH and not w.broken]
             number = run.next_number() if free else None
             if number is None:
                 return
             worker = min(free, key=lambda w: len(w.sent))
             work, doc_id = run.tasks[number]
-            worker.send_end.send((number, work.found.path, bool(work.sha256), doc_id))
+            try:
+                worker.send_end.send((number, work.found.path, bool(work.sha256), doc_id))
+            except OSError:  # it died: `_collect` reads the end of its output
+                worker.broken = True
+                run.retry.appendleft(number)
+                continue
             worker.sent.append(number)
 
     def _collect(self, run: _Run) -> None:
         """Wait for a worker to answer (or die); take what it answered."""
-        busy = {w.recv_end: w for w in self.workers if w.sent}
+        busy = {w.recv_end: w for w in self.workers if w.sent or w.broken}
+        assert busy, "a file waits that no worker holds"
         for conn in wait(list(busy)):
             worker = busy[conn]  # type: ignore[index]
             try:
