@@ -1,5 +1,5 @@
 """Parsing and chunking on every core: worker processes that each parse and cut one file
-at a time (`document.parse_chunk`), their results taken back in the files' order.
+at a time (`parsing.parse_chunk`), their results taken back in the files' order.
 
 Processes, not threads: PDFium (pypdfium2) is not thread-safe, and parsing is Python
 work that holds the GIL. Each worker is a fresh interpreter (`python -m
@@ -8,11 +8,11 @@ parsed LanceDB has started its Rust threads, and a child forked from a threaded 
 may inherit a lock some other thread held, forever; `multiprocessing`'s forkserver would
 leave one more process up for the whole run (the memory budget counts every process), and
 its spawn would import this command's `__main__` again in every worker. A fresh
-interpreter that imports only the parsers costs ~0.1 s of one core, once a run.
+interpreter that imports only the parsers costs ~0.13 s of one core, once a run.
 
-Workers run in their own session (process group), so Ctrl-C reaches this process alone: it stops
-the pool (`close`) on its way out, and a worker whose parent is gone reads the end of
-its input and exits. A worker that dies (killed, out of memory) fails the file it was
+Workers run in their own session, so Ctrl-C at the terminal reaches this process alone:
+it stops the pool (`close`) on its way out, and a worker whose parent is gone reads the
+end of its input and exits. A worker that dies (killed, out of memory) fails the file it was
 parsing, alone; the files sent ahead to it go to another worker, which replaces it.
 """
 
