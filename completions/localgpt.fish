@@ -150,6 +150,7 @@ complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l chunk-size -x -d
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l chunk-overlap -x -d 'Overlap in characters (120; code 60).'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l no-fallback -d 'With Ollama down, store a new collection\'s passages without embeddings instead of embedding them in this process.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l ocr -x -a 'auto always never' -d 'Read scanned PDF pages and image files with Tesseract: auto (pages without a usable text layer; default, [ingest] ocr), always (every page), never. E.g. localgpt ingest ~/scans --ocr always'
+complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l workers -x -d 'Processes that parse and chunk (default: the cores; [ingest] workers). e.g. --workers 1 parses in this process.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l max-chunks -x -d 'A document cut into more chunks fails with a message.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l max-file-size -x -d 'Larger files fail with a message.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l json -d 'Write NDJSON records to stdout.'

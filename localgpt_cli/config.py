@@ -63,6 +63,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("ingest.ocr", None, "auto", str, "scanned pages and images: auto, always or never"),
     Spec("ingest.ocr_languages", None, "eng", str, "Tesseract language packs, e.g. eng+deu"),
     Spec("ingest.ocr_page_timeout", None, 120.0, float, "seconds OCR may spend on one page"),
+    Spec("ingest.workers", None, None, int, "processes that parse and chunk (default: the cores)"),
+    Spec("ingest.concurrency", None, 2, int, "embedding requests ingest keeps in flight"),
     Spec("history.backend", "LOCALGPT_HISTORY_BACKEND", "sqlite", str,
          "where history is kept: sqlite (<home>/history.db), memory, postgres"),
     Spec("history.url", "LOCALGPT_HISTORY_URL", None, str,

@@ -306,6 +306,11 @@ class StandIn:
         self._format_queue: deque[Reply] = deque()
         self.format_mode = "valid"  # how unscripted format requests are answered
         self.format_delay = 5.0  # seconds format_mode "timeout" waits before answering
+        # seconds each /api/embed request waits before answering, as a GPU server's batch
+        # takes: requests in flight at once wait side by side (one thread each)
+        self.embed_delay = 0.0
+        self.embeds_at_once = 0  # the most /api/embed requests seen in progress together
+        self._embeds_now = 0
         self._embedders: dict[str, Embedder] = {}
         self._embed_failures: deque[int] = deque()
         self._loaded: dict[str, tuple[datetime, int]] = {}
@@ -533,6 +538,12 @@ class StandIn:
             if known and self._embed_failures:
                 return self._embed_failures.popleft()
             return None
+
+    def _embedding(self, step: int) -> None:
+        """One more (or one fewer) delayed /api/embed request in progress."""
+        with self._lock:
+            self._embeds_now += step
+            self.embeds_at_once = max(self.embeds_at_once, self._embeds_now)
 
     def _embedder(self, spec: ModelSpec) -> Embedder:
         with self._lock:
@@ -853,6 +864,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not texts:
             self._send_json(200, {"model": raw, "embeddings": []})
             return
+        if standin.embed_delay:
+            standin._embedding(+1)
+            try:
+                time.sleep(standin.embed_delay)
+            finally:
+                standin._embedding(-1)
         counts = [len(_WORD.findall(t)) or 1 for t in texts]
         if body.get("truncate") is False and max(counts) > spec.context_length:
             self._send_error(400, "the input length exceeds the context length")
@@ -1223,6 +1240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--chunk-text", default="tok ", help="text of each --tokens chunk")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
+    parser.add_argument("--embed-delay", type=float, default=0.0,
+                        help="seconds each embedding request waits before answering")
     parser.add_argument(
         "--embedder",
         action="append",
@@ -1234,6 +1253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     standin = StandIn(port=args.port, tokens=args.tokens, chunk_text=args.chunk_text,
                       delay=args.delay)
+    standin.embed_delay = args.embed_delay
     for plug in args.embedder:
         model, fn = _import_embedder(plug, parser)
         standin.set_embedder(model, fn)

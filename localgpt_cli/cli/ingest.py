@@ -41,6 +41,11 @@ a new collection is embedded in this process instead when the [local] extra is i
 (the summary says "fallback": true) unless --no-fallback or [ingest] local_fallback = false.
 
 \b
+Files are parsed and chunked by --workers processes (default: one a core) and the results
+taken in order, so the events and what is stored are the same as with --workers 1; while
+they parse, up to [ingest] concurrency embedding requests (default 2) are in flight.
+
+\b
 Each passage is embedded under its document's title (its first heading or first line,
 a PDF's metadata title, a code file's name), so a passage keeps what its document is
 about; search returns the passage exactly as written. Collections made before titles
@@ -117,6 +122,13 @@ def _size(value: str) -> int:
     "E.g. localgpt ingest ~/scans --ocr always",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Processes that parse and chunk (default: the cores; [ingest] workers). "
+    "e.g. --workers 1 parses in this process.",
+)
+@click.option(
     "--max-chunks",
     type=click.IntRange(min=1),
     default=2000,
@@ -146,6 +158,7 @@ def ingest(
     chunk_overlap: int | None,
     no_fallback: bool,
     ocr_mode: str | None,
+    workers: int | None,
     max_chunks: int,
     max_file_size: str,
 ) -> None:
@@ -175,6 +188,8 @@ def ingest(
         max_file_size=max_bytes,
         max_chunks=max_chunks,
         ocr=_ocr_settings(app, ocr_mode),
+        workers=_count(app, "ingest.workers", workers),
+        concurrency=_count(app, "ingest.concurrency", None),
     )
     store = open_store(app, write=not dry_run)
     with remote.translated(store.uri):  # a failing object store: one line, its exit code
@@ -203,6 +218,23 @@ def _ocr_settings(app: App, mode: str | None) -> Any:
         where = named("ingest.ocr_page_timeout")
         raise setting_error(where, f"ingest.ocr_page_timeout ({where}) must be positive.")
     return OcrSettings(mode=mode, languages=languages, page_timeout=timeout)
+
+
+def _count(app: App, key: str, flag: int | None) -> int:
+    """A positive count from its flag, else the config file (`[ingest] workers`,
+    `concurrency`); `ingest.workers` unset means the cores this process may use."""
+    from localgpt_cli.errors import setting_error
+    from localgpt_cli.rag.ingest.pool import default_workers
+
+    if flag is not None:
+        return flag
+    value = app.settings.values[key]
+    if value is None:
+        return default_workers()
+    if value < 1:
+        where = app.settings.named(key)
+        raise setting_error(where, f"{key} ({where}) must be 1 or more, not {value}.")
+    return int(value)
 
 
 def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,

@@ -15,7 +15,11 @@ or two embeddings instead of the whole document, and a changed title re-embeds.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import LocalGPTError, OllamaUnreachable
@@ -84,6 +88,12 @@ class EmbedQueue:
     fetched for known hashes only. A text queued twice is sent once. Once the server is
     found unreachable no further request is made: texts come back with None (stored
     pending, embedded by the next run).
+
+    With `concurrency` above 1, once a first request has come back (the server is there,
+    the model known) full batches are sent on threads and the run goes on parsing: up to
+    `concurrency` requests are in flight, and a further batch waits for the oldest, so
+    what waits in memory stays bounded. A server with a GPU then never idles while the CPU
+    parses. `stats.seconds` counts only the time the run waited for vectors.
     """
 
     def __init__(
@@ -94,8 +104,12 @@ class EmbedQueue:
         *,
         batch_size: int,
         stats: EmbedStats,
+        concurrency: int = 1,
     ) -> None:
         self.client = client
+        self.concurrency = concurrency
+        self._flight: deque[tuple[list[tuple[str, list[Any]]], Future[Any]]] = deque()
+        self._answered = False  # a request came back: later ones may go on threads
         self.model = model
         self.collection = collection
         self.batch_size = batch_size
@@ -141,28 +155,86 @@ class EmbedQueue:
         return cut
 
     def drain(self, everything: bool = False) -> list[tuple[Any, Any]]:
-        """Send full batches (and the rest too if `everything`); (ref, vector or None)."""
-        import numpy as np
-
+        """Send full batches (and the rest too if `everything`); (ref, vector or None)
+        of the requests that have come back (all of them if `everything`)."""
         out: list[tuple[Any, Any]] = []
         while self._queue and (everything or len(self._queue) >= self.batch_size):
             keys = list(itertools.islice(self._queue, self.batch_size))
             items = [self._queue.pop(k) for k in keys]
-            rows: Any = None
-            if self.down is None:
-                try:
-                    got = self.client.embed(
-                        self.model,
-                        [sent for sent, _ in items],
-                        batch_size=self.batch_size,
-                        stats=self.stats,
-                    )
-                except OllamaUnreachable as exc:
-                    self.down = exc
-                else:
-                    rows = np.asarray(got, dtype=np.float32)
-                    self.embedded += len(items)
-            for i, (_, refs) in enumerate(items):
-                vector = rows[i] if rows is not None else None
-                out.extend((ref, vector) for ref in refs)
+            texts = [sent for sent, _ in items]
+            if self.down is not None:
+                out.extend(self._vectors(items, None))
+            elif self.concurrency <= 1 or not self._answered:
+                out.extend(self._vectors(items, self._send(texts)))
+            else:
+                while len(self._flight) >= self.concurrency:
+                    out.extend(self._land())
+                self._flight.append((items, _on_thread(self._request, texts)))
+        while self._flight and (everything or self._flight[0][1].done()):
+            out.extend(self._land())
         return out
+
+    def _send(self, texts: list[str]) -> Any:
+        """One request, waited for here: the vectors, or None once the server is down."""
+        try:
+            got = self.client.embed(
+                self.model, texts, batch_size=self.batch_size, stats=self.stats
+            )
+        except OllamaUnreachable as exc:
+            self.down = exc
+            return None
+        self._answered = True
+        return got
+
+    def _request(self, texts: list[str]) -> tuple[Any, EmbedStats]:
+        """One request on a thread, with its own counts (merged by `_land`)."""
+        from localgpt_cli.llm.provider import EmbedStats
+
+        stats = EmbedStats()
+        got = self.client.embed(self.model, texts, batch_size=self.batch_size, stats=stats)
+        return got, stats
+
+    def _land(self) -> list[tuple[Any, Any]]:
+        """Wait for the oldest request in flight; its (ref, vector) pairs. An error other
+        than an unreachable server is raised here, as if the request had been made here."""
+        items, future = self._flight.popleft()
+        started = time.perf_counter()
+        try:
+            got, stats = future.result()
+        except OllamaUnreachable as exc:
+            self.down = self.down or exc
+            got = None
+        else:
+            self.stats.requests += stats.requests
+            self.stats.inputs += stats.inputs
+            self.stats.retries += stats.retries
+        finally:
+            self.stats.seconds += time.perf_counter() - started
+        return self._vectors(items, got)
+
+    def _vectors(self, items: list[tuple[str, list[Any]]], got: Any) -> list[tuple[Any, Any]]:
+        import numpy as np
+
+        rows = np.asarray(got, dtype=np.float32) if got is not None else None
+        if rows is not None:
+            self.embedded += len(items)
+        out: list[tuple[Any, Any]] = []
+        for i, (_, refs) in enumerate(items):
+            vector = rows[i] if rows is not None else None
+            out.extend((ref, vector) for ref in refs)
+        return out
+
+
+def _on_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """`fn(*args)` on a daemon thread: a request to a server that hangs must not keep
+    the process from exiting on Ctrl-C (an executor's threads are joined at exit)."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the waiting run, which raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True, name="embed-request").start()
+    return future

@@ -8,7 +8,13 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from localgpt_cli.rag.ingest.document import Prepared, Work, document_event, read_document
+from localgpt_cli.rag.ingest.document import (
+    Prepared,
+    Work,
+    document_event,
+    read_document,
+)
+from localgpt_cli.rag.ingest.parsing import Parsed
 from localgpt_cli.rag.ingest.summary import Event
 
 if TYPE_CHECKING:
@@ -17,18 +23,34 @@ if TYPE_CHECKING:
 
 def process(state: RunState, work: list[Work]) -> Iterator[Event]:
     """Read every file of `work`, in order, committing each group of documents once its
-    vectors are in and it is large enough (`commit_rows`) or old enough (`commit_seconds`)."""
+    vectors are in and it is large enough (`commit_rows`) or old enough (`commit_seconds`).
+    Files are parsed by worker processes (`pool.py`) when the run has several and enough
+    to parse; their results are taken in the same order, so the events are the same."""
+    from localgpt_cli.rag.ingest.pool import ParsePool, worth_a_pool
+
     taken = set(state.manifest.ids())  # ids in use, so a new one never collides
+    tasks = ((item, item.document_id(taken)) for item in work)
+    if state.opts.dry_run:
+        for item, doc_id in tasks:
+            event = document_event(item.status(), item.found.path, doc_id, chunks=None,
+                                   dry_run=True)  # fmt: skip
+            yield state.count(event)
+        return
+    if not worth_a_pool(state.opts.workers, work):
+        yield from _read_all(state, ((item, doc_id, None) for item, doc_id in tasks))
+        return
+    with ParsePool(state.opts, state.opts.workers) as pool:
+        yield from _read_all(state, pool.parsed(tasks))
+
+
+def _read_all(
+    state: RunState, parsed: Iterator[tuple[Work, str, Parsed | None]]
+) -> Iterator[Event]:
+    """Take each file's chunks (parsed here when None), in order, and commit them."""
     waiting: list[Prepared] = []  # processed, in order, not yet committed
     last_commit = time.monotonic()
-    for item in work:
-        status = item.status()
-        doc_id = item.document_id(taken)
-        if state.opts.dry_run:
-            event = document_event(status, item.found.path, doc_id, chunks=None, dry_run=True)
-            yield state.count(event)
-            continue
-        for event_or_doc in read_document(state, item, doc_id, status):
+    for item, doc_id, got in parsed:
+        for event_or_doc in read_document(state, item, doc_id, item.status(), got):
             if isinstance(event_or_doc, Prepared):
                 waiting.append(event_or_doc)
             else:

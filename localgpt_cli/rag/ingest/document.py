@@ -8,17 +8,16 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localgpt_cli.errors import InvalidInput
 from localgpt_cli.rag import manifest as mf
+from localgpt_cli.rag.ingest.parsing import Parsed, parse_chunk
 from localgpt_cli.rag.ingest.summary import Event, elapsed_ms
 from localgpt_cli.rag.walk import FoundFile
 
 if TYPE_CHECKING:
     from localgpt_cli.rag.ingest.state import RunState
-    from localgpt_cli.rag.types import Chunk, ParsedDocument
+    from localgpt_cli.rag.types import Chunk
 
 # Statuses of a file that is (or would be) in the collection: their event says how many
 # chunks it has (None in a dry run, which does not cut the file). A file that failed or
@@ -143,64 +142,40 @@ def document_id_for(path: str, taken: set[str]) -> str:
 
 
 def read_document(
-    state: RunState, item: Work, doc_id: str, status: str
+    state: RunState, item: Work, doc_id: str, status: str, parsed: Parsed | None = None
 ) -> Iterator[Event | Prepared]:
-    """Parse and chunk one file, take the vectors the cache has and queue the rest;
-    yields its events, then the `Prepared` (nothing if the file failed or is binary)."""
+    """Take one file parsed and chunked (here, unless a worker process did it), take the
+    vectors the cache has and queue the rest; yields its events, then the `Prepared`
+    (nothing if the file failed or is binary)."""
     f = item.found
-    start = time.perf_counter()
-    try:
-        parsed, chunks = _parse(state, item, doc_id)
-    except InvalidInput as exc:
-        if exc.code == "binary_file":
-            yield from _skip(state, item, doc_id, None, exc.code, exc.message, start)
-            return
-        yield failed_event(state, item, exc.code, exc.message, start)
+    if parsed is None:
+        parsed = parse_chunk(state.opts, f.path, bool(item.sha256), doc_id)
+    start = time.perf_counter() - parsed.seconds
+    if parsed.code == "binary_file":
+        yield from _skip(state, item, doc_id, None, parsed.code, str(parsed.message), start)
         return
-    except Exception as exc:  # a parser bug on one odd file must not stop the run
-        message = f"{f.path}: {type(exc).__name__}: {exc}"
-        yield failed_event(state, item, "parse_error", message, start)
+    if parsed.code is not None or parsed.doc is None:
+        yield failed_event(state, item, str(parsed.code), str(parsed.message), start)
         return
-    if not chunks:  # an empty file is not a document: nothing to find, nothing to list
+    if not parsed.chunks:  # an empty file is not a document: nothing to find, nothing to list
         message = f"{f.path}: no text (empty file); skipped"
-        yield from _skip(state, item, doc_id, parsed.type, "empty", message, start)
+        yield from _skip(state, item, doc_id, parsed.doc.type, "empty", message, start)
         return
-    yield from _prepare(state, item, Prepared(doc_id, f.path, status, chunks, []), parsed, start)
-
-
-def _parse(state: RunState, item: Work, doc_id: str) -> tuple[ParsedDocument, list[Chunk]]:
-    """The file parsed, and cut into chunks; InvalidInput if it cannot be."""
-    from localgpt_cli.rag.chunk import chunk_document
-    from localgpt_cli.rag.parse import parse_file
-
-    f = item.found
-    if not item.sha256:
-        raise InvalidInput(f"{f.path}: cannot read")
-    parsed = parse_file(Path(f.path), max_bytes=state.opts.max_file_size, ocr=state.opts.ocr)
-    chunks = chunk_document(
-        parsed,
-        doc_id,
-        size=state.opts.chunk_size,
-        overlap=state.opts.chunk_overlap,
-        max_chunks=state.opts.max_chunks,
-    )
-    return parsed, chunks
+    doc = Prepared(doc_id, f.path, status, parsed.chunks, [])
+    yield from _prepare(state, item, doc, parsed, start)
 
 
 def _prepare(
-    state: RunState, item: Work, doc: Prepared, parsed: ParsedDocument, start: float
+    state: RunState, item: Work, doc: Prepared, got: Parsed, start: float
 ) -> Iterator[Event | Prepared]:
-    """Title the chunks, then queue for embedding those whose input the cache lacks."""
+    """Queue for embedding the chunks (titled) whose input the cache lacks."""
     from localgpt_cli.rag.store import text_hash
-    from localgpt_cli.rag.titles import document_title, embed_body
+    from localgpt_cli.rag.titles import embed_body
 
-    f, chunks = item.found, doc.chunks
-    title = document_title(parsed)
-    del parsed.sections  # the chunks hold the text now
-    for chunk in chunks:
-        chunk.title = title
+    f, chunks, parsed = item.found, doc.chunks, got.doc
+    assert parsed is not None
     # Each chunk's embedding input, made once: hashed as its cache key, and sent if needed.
-    bodies = [embed_body(title, c.text) for c in chunks]
+    bodies = [embed_body(got.title, c.text) for c in chunks]
     doc.hashes = [text_hash(body) for body in bodies]
     if item.stored is not None and item.stored[1] == doc.hashes and not state.opts.force:
         # The rows stored for this path are what this run would write: only the

@@ -40,6 +40,8 @@ class IngestOptions:
     max_chunks: int = DEFAULT_MAX_CHUNKS
     commit_rows: int = COMMIT_ROWS
     commit_seconds: float = COMMIT_SECONDS
+    workers: int = 1  # processes that parse and chunk (pool.py); 1: this process alone
+    concurrency: int = 1  # embedding requests in flight (rag/embedding.py)
 
 
 def options_key(opts: IngestOptions, doc_type: str | None) -> str:

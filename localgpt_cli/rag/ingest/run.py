@@ -82,6 +82,7 @@ class Ingest:
         yield state.summary.record()
 
     def _run(self) -> Iterator[Event]:
+        from localgpt_cli.llm.local import is_local
         from localgpt_cli.llm.provider import EmbedStats
         from localgpt_cli.rag.embedding import EmbedQueue
 
@@ -97,6 +98,8 @@ class Ingest:
             state.coll,
             batch_size=state.opts.batch_size,
             stats=state.stats,
+            # the in-process model already uses every core for one request
+            concurrency=1 if is_local(state.model) else state.opts.concurrency,
         )
         if state.coll is not None:
             yield from backlog.embed_backlog(state)

@@ -1,0 +1,222 @@
+"""Ingest on every core: --workers 1 vs 2, embedding requests in flight, memory.
+
+    python -m tests.bench.ingest_workers [--mb 20] [--runs 3] [--pdfs 200]
+                                         [--delay 0.5] [--delay-mb 2] [--memory]
+
+Every figure compares runs made in this one process, alternated (1, 2, 1, 2, ...), each
+`localgpt ingest` a real process with a fresh home; medians are reported, and ratios are
+taken between the medians, so a machine loaded by other work slows both sides alike.
+
+1. `--mb` of tests/bench/ingest.py's mixed corpus (Markdown, code, text, a few PDFs;
+   `--mb 200` is the README's 200 MB corpus), Ollama unreachable and `--no-fallback`, so
+   nothing waits on embeddings: MB/s of parse + chunk + store (the run as ingest times
+   it, minus the final optimize, which it times too), and of the whole process.
+2. The PDF share: `--pdfs` PDFs of 4 pages (the corpus's kind) alone: pages/s, the same way.
+3. Embedding requests in flight: `--delay-mb` of the corpus against the stand-in, each
+   embedding request held `--delay` seconds (as a GPU server's batch takes; its vectors
+   cost next to nothing, see `_cheap_vectors`), with `[ingest] concurrency = 1` vs `= 2`:
+   wall time of the process.
+4. With `--memory`: the `--mb` corpus with embeddings (the stand-in), --workers 1 vs 2:
+   peak of the summed RSS of the ingest process and its workers, sampled every 50 ms,
+   and the ingest process's own peak (getrusage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.bench.common import ROOT
+from tests.bench.ingest import _prose, _wrap, generate
+from tests.pdfgen import make_pdf
+from tests.standin import StandIn
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its children."""
+    pids = [pid]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                pids.append(int(entry.name))
+    return pids
+
+
+def ingest(corpus: Path, home: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
+    """One `localgpt ingest` process: summary, wall time, peak summed RSS (sampled)."""
+    cmd = [sys.executable, "-m", "tests.bench.ingest", "--child", "ingest", str(corpus),
+           "--json", *args]  # fmt: skip
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**env, "LOCALGPT_HOME": str(home)}, cwd=ROOT)  # fmt: skip
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], sum(_rss_kb(p) for p in _tree(proc.pid)))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    seconds = time.perf_counter() - start
+    sampler.join()
+    records = [json.loads(line) for line in out.splitlines() if line.startswith(b"{")]
+    summary = next(r for r in records if r["type"] == "summary")
+    own = int(err.decode().rsplit("maxrss_kb=", 1)[1].split()[0])
+    return {"code": proc.returncode, "seconds": seconds, "summary": summary,
+            "peak_sum_mb": peak[0] / 1024, "peak_own_mb": own / 1024}  # fmt: skip
+
+
+def _work_s(run: dict[str, Any]) -> float:
+    s = run["summary"]
+    return (s["ms"] - s["embed_ms"] - s["optimize_ms"]) / 1000
+
+
+def alternate(n: int, make: Any, sides: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for i in range(n):
+        for side in sides:
+            runs[side].append(make(side, i))
+    return runs
+
+
+def pdf_corpus(root: Path, count: int) -> int:
+    """`count` PDFs of 4 pages of prose, as tests/bench/ingest.py writes; the pages."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    root.mkdir(parents=True)
+    for i in range(count):
+        pages = [_wrap(_prose(rng, 1500).replace("\n\n", " ")) for _ in range(4)]
+        make_pdf(root / f"p{i}.pdf", pages)
+    return count * 4
+
+
+def _cheap_vectors(texts: list[str]) -> list[list[float]]:
+    """A unit vector per text, told apart by its hash: costs next to nothing."""
+    import numpy as np
+
+    seeds = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=4).digest(), "little")
+             for t in texts]  # fmt: skip
+    rows = np.zeros((len(texts), 768), dtype=np.float32)
+    rows[np.arange(len(texts)), [s % 768 for s in seeds]] = 1.0
+    return rows.tolist()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.ingest_workers",
+                                     description=__doc__)  # fmt: skip
+    parser.add_argument("--mb", type=float, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pdfs", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--delay-mb", type=float, default=2)
+    parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--skip", default="", help="parts to skip: mbs,pdf,delay")
+    args = parser.parse_args(argv)
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp, StandIn() as standin:
+        tmp_path = Path(tmp)
+        env = {**os.environ, "OLLAMA_HOST": standin.url}
+        for var in ("LOCALGPT_DB", "LOCALGPT_COLLECTION", "LOCALGPT_EMBED_MODEL"):
+            env.pop(var, None)
+        down = {**env, "OLLAMA_HOST": "http://127.0.0.1:9"}
+        corpus = tmp_path / "corpus"
+        size = generate(corpus, int(args.mb * 100), args.mb, seed=8)
+        homes = iter(range(10**6))
+
+        def fresh() -> Path:
+            return tmp_path / f"h{next(homes)}"
+
+        if "mbs" not in args.skip:
+            runs = alternate(args.runs, lambda side, _: ingest(
+                corpus, fresh(), down, "--no-fallback", "--workers", side), ("1", "2"))  # fmt: skip
+            figures["no_embeddings"] = _speed(runs, size / 1e6, "MB/s")
+        if "pdf" not in args.skip:
+            pdfs = tmp_path / "pdfs"
+            pages = pdf_corpus(pdfs, args.pdfs)
+            runs = alternate(args.runs, lambda side, _: ingest(
+                pdfs, fresh(), down, "--no-fallback", "--workers", side), ("1", "2"))  # fmt: skip
+            figures["pdf_pages"] = _speed(runs, pages, "pages/s")
+        if "delay" not in args.skip:
+            small = tmp_path / "small"
+            generate(small, int(args.delay_mb * 100), args.delay_mb, seed=9)
+            configs = {}
+            for n in ("1", "2"):
+                configs[n] = tmp_path / f"config{n}.toml"
+                configs[n].write_text(f"[ingest]\nconcurrency = {n}\n")
+            standin.embed_delay = args.delay
+            # The stand-in's own bag-of-words vectors cost Python time in this process,
+            # one request at a time (the GIL), about as long as the delay on a loaded
+            # machine: that would be measured instead of the requests in flight. A GPU
+            # server's batch is the delay alone, so cheap vectors stand in for it here.
+            standin.set_embedder("nomic-embed-text", _cheap_vectors)
+            runs = alternate(args.runs, lambda side, _: ingest(
+                small, fresh(), {**env, "LOCALGPT_CONFIG": str(configs[side])}), ("1", "2"))
+            standin.embed_delay = 0.0
+            walls = {side: statistics.median(r["seconds"] for r in rs) for side, rs in runs.items()}
+            figures["in_flight"] = {
+                "delay_s": args.delay,
+                "requests": runs["1"][0]["summary"]["embed_requests"],
+                "wall_s_1": round(walls["1"], 1), "wall_s_2": round(walls["2"], 1),
+                "speedup": round(walls["1"] / walls["2"], 2),
+            }  # fmt: skip
+        if args.memory:
+            runs = alternate(1, lambda side, _: ingest(corpus, fresh(), env, "--workers", side),
+                             ("1", "2"))  # fmt: skip
+            figures["memory"] = {
+                f"workers_{side}": {"peak_sum_mb": round(r[0]["peak_sum_mb"]),
+                                    "peak_ingest_mb": round(r[0]["peak_own_mb"]),
+                                    "chunks": r[0]["summary"]["chunks"],
+                                    "wall_s": round(r[0]["seconds"], 1)}
+                for side, r in runs.items()
+            }  # fmt: skip
+    print(json.dumps(figures, indent=2))
+    return 0
+
+
+def _speed(runs: dict[str, list[dict[str, Any]]], amount: float, unit: str) -> dict[str, Any]:
+    """Medians of each side, and the ratio of the medians."""
+    out: dict[str, Any] = {"amount": round(amount, 1), "unit": unit}
+    for side, rs in runs.items():
+        assert all(r["code"] == 3 for r in rs), [r["code"] for r in rs]
+        out[f"workers_{side}"] = {
+            "rate": round(amount / statistics.median(_work_s(r) for r in rs), 1),
+            "rate_whole_process": round(amount / statistics.median(r["seconds"] for r in rs), 1),
+            "rates": [round(amount / _work_s(r), 1) for r in rs],
+            "peak_sum_mb": round(max(r["peak_sum_mb"] for r in rs)),
+        }  # fmt: skip
+    out["speedup"] = round(out["workers_2"]["rate"] / out["workers_1"]["rate"], 2)
+    out["speedup_whole_process"] = round(
+        out["workers_2"]["rate_whole_process"] / out["workers_1"]["rate_whole_process"], 2
+    )
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
