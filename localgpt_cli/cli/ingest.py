@@ -122,6 +122,20 @@ def _size(value: str) -> int:
     metavar="SIZE",
     help="Larger files fail with a message.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["plain", "ray"]),
+    default="plain",
+    show_default=True,
+    help="ray: parse, embed and write on a Ray cluster (the [ray] extra), e.g. "
+    "--engine ray --address 10.0.0.5:6379.",
+)
+@click.option(
+    "--address",
+    metavar="HOST:PORT",
+    help="The Ray cluster to join (ray start --head prints it); without it --engine ray "
+    "starts one in this process.",
+)
 @json_option
 @pass_app
 def ingest(
@@ -139,12 +153,20 @@ def ingest(
     no_fallback: bool,
     max_chunks: int,
     max_file_size: str,
+    engine: str,
+    address: str | None,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest.options import IngestOptions
     from localgpt_cli.rag.store import remote
 
+    if address and engine != "ray":
+        raise click.UsageError("--address needs --engine ray.")
+    if engine == "ray":
+        from localgpt_cli.rag.ray.session import import_ray
+
+        import_ray()  # a missing extra is one line before any work
     _tune_process(app)
     try:
         max_bytes = _size(max_file_size)
@@ -169,17 +191,26 @@ def ingest(
     store = open_store(app, write=not dry_run)
     with remote.translated(store.uri):  # a failing object store: one line, its exit code
         fallback = not no_fallback and bool(app.settings.values["ingest.local_fallback"])
-        _ingest(app, store, options, wait_lock, dry_run, fallback)
+        engine_args = {"address": address, "flags": dict(app.flags),
+                       "idle": app.settings.timeout} if engine == "ray" else None  # fmt: skip
+        _ingest(app, store, options, wait_lock, dry_run, fallback, engine_args)
 
 
 def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,
-            may_fall_back: bool) -> None:  # fmt: skip
+            may_fall_back: bool, engine_args: dict[str, Any] | None) -> None:  # fmt: skip
     from localgpt_cli.rag.ingest.run import Ingest
 
     model, fallback = chosen_embed_model(app), False
     if not model_explicit(app) and may_fall_back:
         model, fallback = _default_model(app, store)
-    run = Ingest(
+    engine: Any = Ingest
+    if engine_args is not None:
+        from functools import partial
+
+        from localgpt_cli.rag.ray.engine import RayIngest
+
+        engine = partial(RayIngest, **engine_args)
+    run = engine(
         options,
         store=store,
         collection=app.settings.collection,
