@@ -136,6 +136,15 @@ def _size(value: str) -> int:
     help="The Ray cluster to join (ray start --head prints it); without it --engine ray "
     "starts one in this process.",
 )
+@click.option(
+    "--ray-timeout",
+    type=Finite(min=0, min_open=True),
+    default=300,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --engine ray: exit 3 when the cluster has not answered (joined, or sent "
+    "the next results) within SECONDS.",
+)
 @json_option
 @pass_app
 def ingest(
@@ -155,6 +164,7 @@ def ingest(
     max_file_size: str,
     engine: str,
     address: str | None,
+    ray_timeout: float,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.rag.chunk import resolve_limits
@@ -164,9 +174,9 @@ def ingest(
     if address and engine != "ray":
         raise click.UsageError("--address needs --engine ray.")
     if engine == "ray":
-        from localgpt_cli.rag.ray.session import import_ray
+        from localgpt_cli.rag.ray import session
 
-        import_ray()  # a missing extra is one line before any work
+        session.check(address)  # a missing extra, no cluster: one line before any work
     _tune_process(app)
     try:
         max_bytes = _size(max_file_size)
@@ -191,9 +201,16 @@ def ingest(
     store = open_store(app, write=not dry_run)
     with remote.translated(store.uri):  # a failing object store: one line, its exit code
         fallback = not no_fallback and bool(app.settings.values["ingest.local_fallback"])
-        engine_args = {"address": address, "flags": dict(app.flags),
-                       "idle": app.settings.timeout} if engine == "ray" else None  # fmt: skip
+        engine_args = None
+        if engine == "ray":
+            engine_args = {"address": address, "idle": ray_timeout}
         _ingest(app, store, options, wait_lock, dry_run, fallback, engine_args)
+
+
+def node_embedder(flags: dict[str, Any], model: str) -> Any:
+    """The embedder of a Ray actor (rag/ray/embed.py), built on its node as this command
+    builds its own: the driver's flags over the node's environment and config file."""
+    return App(flags=dict(flags)).embedder(documents=True, model=model)
 
 
 def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,
@@ -209,7 +226,8 @@ def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,
 
         from localgpt_cli.rag.ray.engine import RayIngest
 
-        engine = partial(RayIngest, **engine_args)
+        client = partial(node_embedder, dict(app.flags), model)
+        engine = partial(RayIngest, node_client=client, **engine_args)
     run = engine(
         options,
         store=store,

@@ -1,13 +1,13 @@
 """The Ray engine's second stage: an actor pool, one embedder per actor.
 
-Each actor builds its embedder the way the CLI does (`App.embedder`), from the driver's
-command-line flags and its own node's settings: a `local:` model runs in the actor's
-process; any other model goes to the Ollama of the node's environment (`OLLAMA_HOST` as
-the node's `ray start` was given it, else its config file, else localhost:11434: the
-node's own Ollama), unless the driver was given `--host`, which every node then uses.
-Vectors already stored for the same input are reused, as in the plain engine
-(`rag/embedding.py`'s `EmbedQueue`, which each actor keeps for the run), by reading the
-collection itself (a folder every node mounts, or the object store)."""
+Each actor builds its embedder the way the CLI does (`App.embedder`, through the callable
+cli/ingest.py binds), from the driver's command-line flags and its own node's settings:
+a `local:` model runs in the actor's process; any other model goes to the Ollama of the
+node's environment (`OLLAMA_HOST` as the node's `ray start` was given it, else its config
+file, else localhost:11434: the node's own Ollama), unless the driver was given `--host`,
+which every node then uses. Vectors already stored for the same input are reused, as in
+the plain engine (`rag/embedding.py`'s `EmbedQueue`, which each actor keeps for the run),
+by reading the collection itself (a folder every node mounts, or the object store)."""
 
 from __future__ import annotations
 
@@ -19,19 +19,34 @@ import orjson
 from localgpt_cli.rag.ray.parse import doc_table
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pyarrow as pa
+
+    from localgpt_cli.llm.provider import Embedder
 
 
 @dataclass(frozen=True)
 class EmbedSpec:
     """What every actor needs to embed like the driver (picklable)."""
 
-    flags: dict[str, Any]
+    client: Callable[[], Embedder]  # builds the node's embedder (cli/ingest.py binds it)
     model: str
     store: str
     collection: str
     batch_size: int
     embed: bool  # False: the driver found the server down; rows are stored pending
+
+
+def bound(spec: EmbedSpec) -> type:
+    """`Embed` with `spec` built in: an actor with constructor arguments makes Ray log an
+    error line on the driver's stderr (they are kept in its object store for restarts)."""
+
+    class BoundEmbed(Embed):
+        def __init__(self) -> None:
+            super().__init__(spec)
+
+    return BoundEmbed
 
 
 class Embed:
@@ -44,13 +59,12 @@ class Embed:
     def _open(self) -> Any:
         """The embedding queue, opened on the first block (model load, cache scan)."""
         if self._queue is None:
-            from localgpt_cli.cli.app import App
             from localgpt_cli.llm.provider import EmbedStats
             from localgpt_cli.rag.embedding import EmbedQueue
             from localgpt_cli.rag.store import open_store
 
             spec = self.spec
-            client = App(flags=dict(spec.flags)).embedder(documents=True, model=spec.model)
+            client = spec.client()
             store = open_store(spec.store)
             coll = store.collection(spec.collection) if store.exists(spec.collection) else None
             cache = coll if coll is not None and coll.has_vector_column() else None

@@ -12,7 +12,7 @@ collection the other built.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import OllamaUnreachable
@@ -20,11 +20,13 @@ from localgpt_cli.rag.ingest.batch import process
 from localgpt_cli.rag.ingest.run import Ingest
 
 if TYPE_CHECKING:
+    from localgpt_cli.llm.provider import Embedder
     from localgpt_cli.rag.ingest.document import Work
     from localgpt_cli.rag.ingest.summary import Event
 
-# How long the driver waits for the next block of results before it calls the cluster
-# hung, unless --timeout says otherwise: a block is a few files, embedded on a CPU.
+# How long the driver waits for the cluster (joining it, then each block of results) before
+# it calls it hung, unless --ray-timeout says otherwise: a block is a few files, embedded
+# on a CPU.
 IDLE_SECONDS = 300.0
 
 
@@ -35,13 +37,13 @@ class RayIngest(Ingest):
         self,
         *args: Any,
         address: str | None,
-        flags: dict[str, Any],
+        node_client: Callable[[], Embedder],
         idle: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.address = address
-        self.flags = flags
+        self.node_client = node_client  # an actor's embedder, built on its node
         self.idle = idle or IDLE_SECONDS
 
     def _process(self, work: list[Work]) -> Iterator[Event]:
@@ -57,16 +59,16 @@ class RayIngest(Ingest):
         dim = yield from self._dimension()
         assert state.coll is not None
         target = fragments.prepare(state.coll, dim)
-        spec = pipeline.embed_spec(state, self.flags, embed=state.down is None)
+        spec = pipeline.embed_spec(state, self.node_client, embed=state.down is None)
         collector = Collector(state, items)
-        with session.cluster(self.address) as ray:
+        with session.cluster(self.address, self.idle) as ray:
             blocks = pipeline.build(ray, items, state.opts, spec, target)
             where = self.address or "a Ray instance in this process"
             for block in session.stream(blocks, self.idle, where):
                 yield from collector.take(block)
         yield from collector.finish()
 
-    def _dimension(self) -> Iterator[Event]:
+    def _dimension(self) -> Generator[Event, None, int | None]:
         """The vector dimension the workers write: the collection's, else one short text
         embedded here (a model that is not there fails now, before any work); None when
         the server is down (the rows are then stored without vectors, as the plain engine

@@ -10,10 +10,11 @@ with a file that fails."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import warnings
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from localgpt_cli.rag.ray.embed import Embed, EmbedSpec
+from localgpt_cli.rag.ray.embed import EmbedSpec, bound
 from localgpt_cli.rag.ray.parse import parse_block
 from localgpt_cli.rag.ray.write import write_block
 
@@ -30,9 +31,9 @@ if TYPE_CHECKING:
 MAX_FILES_PER_BLOCK = 16
 
 
-def embed_spec(state: RunState, flags: dict[str, Any], *, embed: bool) -> EmbedSpec:
+def embed_spec(state: RunState, client: Callable[[], Any], *, embed: bool) -> EmbedSpec:
     return EmbedSpec(
-        flags=flags,
+        client=client,
         model=state.model,
         store=state.store.uri,
         collection=state.name,
@@ -45,14 +46,23 @@ def build(
     ray: Any, items: list[Planned], opts: IngestOptions, spec: EmbedSpec, target: Target
 ) -> Iterable[pa.Table]:
     """The pipeline over `items`, as the driver iterates it: one table per block."""
+    with warnings.catch_warnings():
+        # Ray 2.60 names no parameter for a task's retries yet, only warns that the
+        # remote arguments they go through will be renamed.
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        return _build(ray, items, opts, spec, target)
+
+
+def _build(
+    ray: Any, items: list[Planned], opts: IngestOptions, spec: EmbedSpec, target: Target
+) -> Iterable[pa.Table]:
     rows = [item.row() for item in items]
     per_block = max(1, min(MAX_FILES_PER_BLOCK, len(rows) // 32))
     ds = ray.data.from_items(rows, override_num_blocks=math.ceil(len(rows) / per_block))
     whole = {"batch_size": None, "batch_format": "pyarrow"}
     ds = ds.map_batches(parse_block, fn_kwargs={"opts": opts}, max_retries=0, **whole)
     ds = ds.map_batches(
-        Embed,
-        fn_constructor_kwargs={"spec": spec},
+        bound(spec),
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_actors(ray)),
         max_task_retries=0,
         **whole,

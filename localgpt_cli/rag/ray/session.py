@@ -26,6 +26,17 @@ INSTALL_HINT = "Install it: pip install -e '.[ray]' (in the localgpt source fold
 T = TypeVar("T")
 
 
+def check(address: str | None) -> None:
+    """Before any work, without importing Ray (seconds): the extra is installed and
+    something listens at the address."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("ray", "lance_ray")):
+        import_ray()
+    if address:
+        _refused(address)
+
+
 def import_ray() -> Any:
     """The `ray` module, or one line naming the extra to install."""
     try:
@@ -41,11 +52,10 @@ def import_ray() -> Any:
 
 
 @contextmanager
-def cluster(address: str | None) -> Iterator[Any]:
+def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[Any]:
     """Connected to the cluster at `address` (a Ray instance of this process if None)
     for the block; left at its end, which stops this run's tasks and actors."""
     ray = import_ray()
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # its C++ log on stderr
     where = address or "a Ray instance in this process"
     if address:
         _refused(address)
@@ -57,9 +67,11 @@ def cluster(address: str | None) -> Iterator[Any]:
         "configure_logging": True,
     }
     if address:
-        _bounded(lambda: ray.init(**options), CONNECT_SECONDS, where)
+        _bounded(lambda: ray.init(**options), min(deadline, CONNECT_SECONDS), where)
     else:
-        # Started on this thread: Ray's processes die with the thread that started them.
+        # Started on this thread: Ray's processes die with the thread that started them;
+        # "local": a new instance even when a cluster runs on this machine.
+        options["address"] = "local"
         ray.init(num_cpus=os.cpu_count() or 1, **options)
     _quiet(ray)
     try:
@@ -148,7 +160,7 @@ def stream(items: Iterable[T], idle: float, where: str) -> Iterator[T]:
             raise ClusterUnreachable(
                 f"The Ray cluster at {where} sent nothing for {idle:.0f} s.",
                 hint="What was committed is kept; run again once the cluster answers "
-                "(ray status), or raise --timeout.",
+                "(ray status), or raise --ray-timeout.",
             ) from None
         if kind == "end":
             return
