@@ -200,9 +200,14 @@ def _embedding_actors(head_proc: subprocess.Popen) -> list[int]:
     return found
 
 
-def _slow_embedder(entered: threading.Event, seconds: float) -> Any:
+def _slow_embedder(entered: threading.Event, seconds: float, at: int = 1) -> Any:
+    """An embedder taking `seconds` a request, setting `entered` in request number `at`."""
+    calls = []
+
     def embed(texts: list[str]) -> list[list[float]]:
-        entered.set()
+        calls.append(len(texts))
+        if len(calls) >= at:
+            entered.set()
         time.sleep(seconds)
         return hashed_embeddings(texts, 768)
 
@@ -214,7 +219,9 @@ def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
 ) -> None:
     address, proc = head
     entered = threading.Event()
-    kb["standin"].set_embedder("nomic-embed-text", _slow_embedder(entered, 2.0))
+    # The first request is the driver's own (the new collection's vector dimension); the
+    # second comes from an actor, killed while it waits for the answer.
+    kb["standin"].set_embedder("nomic-embed-text", _slow_embedder(entered, 2.0, at=2))
 
     def kill_an_actor() -> None:
         assert entered.wait(300), "no embedding request came"
@@ -226,6 +233,7 @@ def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
     first = _ingest(kb, "ray", "--engine", "ray", "--address", address)
     killer.join()
     assert first.exit_code == 5, first.stderr[-2000:]
+    assert all(line.startswith("{") for line in first.stdout.splitlines()), first.stdout
     lost = [r for r in first.records() if r.get("code") == "worker_lost"]
     assert lost and all(r["status"] == "failed" for r in lost)
     assert "file(s) failed to ingest" in first.stderr

@@ -85,7 +85,19 @@ _hung = threading.Event()  # the cluster stopped answering: leaving it would wai
 
 
 def _quiet(ray: Any) -> None:
-    """No progress bars or execution logs on stderr: the run's own events say it all."""
+    """No progress bars or execution logs on stderr: the run's own events say it all.
+    Ray prints the cluster's error notes (a worker died, with its pid) on the driver's
+    stdout, which holds the run's records only: they go to stderr instead."""
+    from ray._private import worker
+
+    printed = worker.print_to_stdstream
+    if not getattr(printed, "to_stderr", False):
+
+        def to_stderr(data: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+            printed({**data, "is_err": True}, *args, **kwargs)
+
+        to_stderr.to_stderr = True  # type: ignore[attr-defined]
+        worker.print_to_stdstream = to_stderr
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
