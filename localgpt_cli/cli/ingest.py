@@ -26,6 +26,7 @@ Examples:
   localgpt ingest ~/src --include '*.py' --exclude tests
   localgpt ingest ~/notes --prune --dry-run     # what would change
   localgpt ingest -C papers ~/papers -m nomic-embed-text
+  localgpt ingest ~/archive --engine ray --address 10.0.0.5:6379   # on a Ray cluster
 
 \b
 From cron (quiet unless something fails; exit 75 if a run is still going):
