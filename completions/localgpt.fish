@@ -153,6 +153,9 @@ complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l ocr -x -a 'auto 
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l workers -x -d 'Processes that parse and chunk (default: the cores; [ingest] workers). e.g. --workers 1 parses in this process.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l max-chunks -x -d 'A document cut into more chunks fails with a message.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l max-file-size -x -d 'Larger files fail with a message.'
+complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l engine -x -a 'plain ray' -d 'ray: parse, embed and write on a Ray cluster (the [ray] extra), e.g. --engine ray --address 10.0.0.5:6379.'
+complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l address -x -d 'The Ray cluster to join (ray start --head prints it); without it --engine ray starts one in this process.'
+complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l ray-timeout -x -d 'With --engine ray: exit 3 when the cluster has not answered (joined, or sent the next results) within SECONDS.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -l json -d 'Write NDJSON records to stdout.'
 complete -c localgpt -n '__fish_seen_subcommand_from ingest' -F
 complete -c localgpt -n '__fish_seen_subcommand_from man' -l json -d 'Write NDJSON records to stdout.'

@@ -78,6 +78,15 @@ class StoreUnreachable(LocalGPTError):
     retryable = True
 
 
+class ClusterUnreachable(LocalGPTError):
+    """The Ray cluster of `ingest --engine ray --address` did not answer, or stopped
+    answering within its deadline: the same exit as an unreachable server."""
+
+    code = "ray_unreachable"
+    exit_code = EXIT_UNREACHABLE
+    retryable = True
+
+
 class ModelNotFound(LocalGPTError):
     """The model is not pulled on the server."""
 

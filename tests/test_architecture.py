@@ -2,12 +2,13 @@
 
 Why a test: layers only stay layers if a change that crosses one fails at once. The rules:
 the kernel imports neither click nor rich; only `render/` imports rich and prompt_toolkit
-(the REPL's line editor); only `rag/store/`
-imports lancedb; only `llm/` imports ollama or an HTTP client (httpx, requests, urllib3),
-with the exceptions listed in `HTTP_EXCEPTIONS`; no import cycle between the package's
-modules; no module over 400 lines; no function over 60 lines except the data tables in
-`LONG_FUNCTION_ALLOWLIST`. The package is never imported: the checker reads the files, so
-a module that would fail to import (or import slowly) is checked all the same.
+(the REPL's line editor); only `rag/store/` imports lancedb; only `rag/ray/` imports ray
+and lance-ray (the `[ray]` extra); only `llm/` imports ollama or an HTTP client (httpx,
+requests, urllib3), with the exceptions listed in `HTTP_EXCEPTIONS`; no import cycle
+between the package's modules; no module over 400 lines; no function over 60 lines
+except the data tables in `LONG_FUNCTION_ALLOWLIST`. The package is never imported: the
+checker reads the files, so a module that would fail to import (or import slowly) is
+checked all the same.
 
 Every import counts, those inside functions included (a lazy import is still a dependency
 and still closes a cycle when it runs), except those under `if TYPE_CHECKING:`, which never
@@ -64,6 +65,7 @@ IMPORT_RULES = (
     Rule("only render/ imports rich", ("rich",), owner="render/"),
     Rule("only rag/store/ imports lancedb", ("lancedb",), owner="rag/store/"),
     Rule("only history/ imports psycopg", ("psycopg",), owner="history/"),
+    Rule("only rag/ray/ imports ray or lance-ray", ("ray", "lance_ray"), owner="rag/ray/"),
     Rule("only render/ imports prompt_toolkit", ("prompt_toolkit",), owner="render/"),
     Rule(
         "only llm/ imports ollama or an HTTP client",

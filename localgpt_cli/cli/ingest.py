@@ -26,6 +26,7 @@ Examples:
   localgpt ingest ~/src --include '*.py' --exclude tests
   localgpt ingest ~/notes --prune --dry-run     # what would change
   localgpt ingest -C papers ~/papers -m nomic-embed-text
+  localgpt ingest ~/archive --engine ray --address 10.0.0.5:6379   # on a Ray cluster
 
 \b
 From cron (quiet unless something fails; exit 75 if a run is still going):
@@ -142,6 +143,29 @@ def _size(value: str) -> int:
     metavar="SIZE",
     help="Larger files fail with a message.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["plain", "ray"]),
+    default="plain",
+    show_default=True,
+    help="ray: parse, embed and write on a Ray cluster (the [ray] extra), e.g. "
+    "--engine ray --address 10.0.0.5:6379.",
+)
+@click.option(
+    "--address",
+    metavar="HOST:PORT",
+    help="The Ray cluster to join (ray start --head prints it); without it --engine ray "
+    "starts one in this process.",
+)
+@click.option(
+    "--ray-timeout",
+    type=Finite(min=0, min_open=True),
+    default=300,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --engine ray: exit 3 when the cluster has not answered (joined, or sent "
+    "the next results) within SECONDS.",
+)
 @json_option
 @pass_app
 def ingest(
@@ -161,12 +185,16 @@ def ingest(
     workers: int | None,
     max_chunks: int,
     max_file_size: str,
+    engine: str,
+    address: str | None,
+    ray_timeout: float,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest.options import IngestOptions
     from localgpt_cli.rag.store import remote
 
+    _check_engine(engine, address)
     _tune_process(app)
     try:
         max_bytes = _size(max_file_size)
@@ -194,7 +222,25 @@ def ingest(
     store = open_store(app, write=not dry_run)
     with remote.translated(store.uri):  # a failing object store: one line, its exit code
         fallback = not no_fallback and bool(app.settings.values["ingest.local_fallback"])
-        _ingest(app, store, options, wait_lock, dry_run, fallback)
+        engine_args = {"address": address, "idle": ray_timeout} if engine == "ray" else None
+        _ingest(app, store, options, wait_lock, dry_run, fallback, engine_args)
+
+
+def _check_engine(engine: str, address: str | None) -> None:
+    """Refuse --address without the Ray engine; for the Ray engine, a missing extra or no
+    cluster at the address is one line before any work."""
+    if address and engine != "ray":
+        raise click.UsageError("--address needs --engine ray.")
+    if engine == "ray":
+        from localgpt_cli.rag.ray import session
+
+        session.check(address)
+
+
+def node_embedder(flags: dict[str, Any], model: str) -> Any:
+    """The embedder of a Ray actor (rag/ray/embed.py), built on its node as this command
+    builds its own: the driver's flags over the node's environment and config file."""
+    return App(flags=dict(flags)).embedder(documents=True, model=model)
 
 
 def _ocr_settings(app: App, mode: str | None) -> Any:
@@ -238,13 +284,21 @@ def _count(app: App, key: str, flag: int | None) -> int:
 
 
 def _ingest(app: App, store: Any, options: Any, wait_lock: float, dry_run: bool,
-            may_fall_back: bool) -> None:  # fmt: skip
+            may_fall_back: bool, engine_args: dict[str, Any] | None) -> None:  # fmt: skip
     from localgpt_cli.rag.ingest.run import Ingest
 
     model, fallback = chosen_embed_model(app), False
     if not model_explicit(app) and may_fall_back:
         model, fallback = _default_model(app, store)
-    run = Ingest(
+    engine: Any = Ingest
+    if engine_args is not None:
+        from functools import partial
+
+        from localgpt_cli.rag.ray.engine import RayIngest
+
+        client = partial(node_embedder, dict(app.flags), model)
+        engine = partial(RayIngest, node_client=client, **engine_args)
+    run = engine(
         options,
         store=store,
         collection=app.settings.collection,

@@ -12,7 +12,7 @@ from localgpt_cli.errors import LocalGPTError
 from localgpt_cli.rag.ingest import backlog, plan
 from localgpt_cli.rag.ingest.batch import process
 from localgpt_cli.rag.ingest.collection import open_collection
-from localgpt_cli.rag.ingest.document import bad_name_event, skipped_event
+from localgpt_cli.rag.ingest.document import Work, bad_name_event, skipped_event
 from localgpt_cli.rag.ingest.options import IngestOptions
 from localgpt_cli.rag.ingest.state import RunState
 from localgpt_cli.rag.ingest.summary import Event, Summary, elapsed_ms
@@ -111,10 +111,14 @@ class Ingest:
             yield skipped_event(state, f.path, "binary_file", f"{f.path}: binary file; skipped")
         for new, old in found.moves:
             yield plan.move(state, new, old)
-        yield from process(state, found.work)
+        yield from self._process(found.work)
         if state.opts.prune:
             yield from plan.prune(state, found.gone)
         yield from self._finish()
+
+    def _process(self, work: list[Work]) -> Iterator[Event]:
+        """Read, embed and commit the files that changed (the Ray engine overrides it)."""
+        yield from process(self.state, work)
 
     def _finish(self) -> Iterator[Event]:
         """The end of a run: the pending count, the manifest compacted, index upkeep."""

@@ -1,0 +1,181 @@
+"""The driver's Ray connection: joined or started, bounded in time, quiet, and left.
+
+Ray is imported here only, and only when `--engine ray` asks for it. Without `--address`
+a Ray instance is started inside this process with the machine's cores (gone when the
+run ends); with one, the driver joins that cluster. Either way a cluster that does not
+answer is one line and exit 3, not a wait without end: the address is tried first (a
+refused connection fails at once), joining has CONNECT_SECONDS, and while the run goes
+on each block of results must arrive within the idle deadline (`stream`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from localgpt_cli.errors import ClusterUnreachable, InvalidInput
+
+CONNECT_SECONDS = 60.0
+INSTALL_HINT = "Install it: pip install -e '.[ray]' (in the localgpt source folder)."
+
+T = TypeVar("T")
+
+
+def check(address: str | None) -> None:
+    """Before any work, without importing Ray (seconds): the extra is installed and
+    something listens at the address."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("ray", "lance_ray")):
+        import_ray()
+    if address:
+        _refused(address)
+
+
+def import_ray() -> Any:
+    """The `ray` module, or one line naming the extra to install."""
+    try:
+        import lance_ray  # noqa: F401  (checked here: the workers write with it)
+        import ray
+    except ImportError:
+        raise InvalidInput(
+            "--engine ray needs the [ray] extra (ray and lance-ray).",
+            code="missing_extra",
+            hint=INSTALL_HINT,
+        ) from None
+    return ray
+
+
+@contextmanager
+def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[Any]:
+    """Connected to the cluster at `address` (a Ray instance of this process if None)
+    for the block; left at its end, which stops this run's tasks and actors."""
+    ray = import_ray()
+    where = address or "a Ray instance in this process"
+    if address:
+        _refused(address)
+    options: dict[str, Any] = {
+        "address": address,
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": logging.ERROR,
+        "configure_logging": True,
+    }
+    if address:
+        _bounded(lambda: ray.init(**options), min(deadline, CONNECT_SECONDS), where)
+    else:
+        # Started on this thread: Ray's processes die with the thread that started them;
+        # "local": a new instance even when a cluster runs on this machine.
+        options["address"] = "local"
+        ray.init(num_cpus=os.cpu_count() or 1, **options)
+    _quiet(ray)
+    try:
+        yield ray
+    finally:
+        if not _hung.is_set():  # leaving a stopped cluster would wait on it too
+            ray.shutdown()
+
+
+_hung = threading.Event()  # the cluster stopped answering: leaving it would wait too
+
+
+def _quiet(ray: Any) -> None:
+    """No progress bars or execution logs on stderr: the run's own events say it all.
+    Ray prints the cluster's error notes (a worker died, with its pid) on the driver's
+    stdout, which holds the run's records only: they go to stderr instead."""
+    from ray._private import worker
+
+    printed = worker.print_to_stdstream
+    if not getattr(printed, "to_stderr", False):
+
+        def to_stderr(data: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+            printed({**data, "is_err": True}, *args, **kwargs)
+
+        to_stderr.to_stderr = True  # type: ignore[attr-defined]
+        worker.print_to_stdstream = to_stderr
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    context.execution_options.preserve_order = True  # events in the plain engine's order
+    context.max_errored_blocks = -1  # a lost block fails its files; the run goes on
+    for name in ("ray", "ray.data", "ray.data._internal"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _refused(address: str) -> None:
+    """Fail at once when nothing listens at `HOST:PORT` (a cluster not started)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ClusterUnreachable(
+            f"No Ray cluster at {address}: {exc.strerror or exc}.",
+            hint="Start one there (ray start --head) or check --address.",
+        ) from None
+
+
+def _bounded(call: Callable[[], T], seconds: float, where: str) -> T:
+    """`call()`, or ClusterUnreachable if it has not returned within `seconds`."""
+    outcome: queue.Queue[tuple[bool, Any]] = queue.Queue()
+
+    def work() -> None:
+        try:
+            outcome.put((True, call()))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.put((False, exc))
+
+    threading.Thread(target=work, name="ray-connect", daemon=True).start()
+    try:
+        ok, value = outcome.get(timeout=seconds)
+    except queue.Empty:
+        _hung.set()
+        raise ClusterUnreachable(
+            f"The Ray cluster at {where} did not answer within {seconds:.0f} s.",
+            hint="Check that it runs (ray status) and that this machine can reach it.",
+        ) from None
+    if not ok:
+        if isinstance(value, (ConnectionError, TimeoutError)) or "connect" in str(value):
+            raise ClusterUnreachable(
+                f"Cannot join the Ray cluster at {where}: {str(value).splitlines()[0]}",
+                hint="Check that it runs (ray status) and --address.",
+            ) from value
+        raise value
+    return value
+
+
+def stream(items: Iterable[T], idle: float, where: str) -> Iterator[T]:
+    """`items`, each of which must arrive within `idle` seconds of the one before (a
+    stopped cluster answers nothing): ClusterUnreachable, and what was committed is kept."""
+    handoff: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
+
+    def pump() -> None:
+        try:
+            for item in items:
+                handoff.put(("item", item))
+            handoff.put(("end", None))
+        except BaseException as exc:  # handed to the caller's thread
+            handoff.put(("error", exc))
+
+    threading.Thread(target=pump, name="ray-results", daemon=True).start()
+    while True:
+        try:
+            kind, value = handoff.get(timeout=idle)
+        except queue.Empty:
+            _hung.set()
+            raise ClusterUnreachable(
+                f"The Ray cluster at {where} sent nothing for {idle:.0f} s.",
+                hint="What was committed is kept; run again once the cluster answers "
+                "(ray status), or raise --ray-timeout.",
+            ) from None
+        if kind == "end":
+            return
+        if kind == "error":
+            raise value
+        yield value
