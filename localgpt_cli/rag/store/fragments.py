@@ -38,11 +38,13 @@ class Target:
 
 
 def prepare(coll: Collection, dim: int | None) -> Target:
-    """Make the table ready for rows written by workers (the vector column of `dim` and
-    the title column, each a schema-only commit if missing), and say where they go."""
+    """Make the table ready for rows written by workers (the vector column of `dim`, the
+    title and OCR confidence columns — any worker may read a page by OCR —, each a
+    schema-only commit if missing), and say where they go."""
     if dim is not None:
         coll._ensure_vector_column(dim)
-    coll._ensure_title_column()
+    coll._ensure_title_column(())
+    coll._ensure_ocr_column()
     dataset = _dataset(coll)
     return Target(
         uri=dataset.uri,

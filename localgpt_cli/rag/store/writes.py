@@ -55,8 +55,14 @@ class Writes(CollectionTable):
         if "title" not in self.schema.names:
             self.table.add_columns(pa.field("title", pa.string()))
             self._changed()
-        ocr_read = any(c.ocr_confidence is not None for c in chunks)
-        if ocr_read and "ocr_confidence" not in self.schema.names:
+        if any(c.ocr_confidence is not None for c in chunks):
+            self._ensure_ocr_column()
+
+    def _ensure_ocr_column(self) -> None:
+        """The OCR confidence column on a table made before OCR (a schema-only commit)."""
+        import pyarrow as pa
+
+        if "ocr_confidence" not in self.schema.names:
             self.table.add_columns(pa.field("ocr_confidence", pa.float32()))
             self._changed()
 
