@@ -186,27 +186,33 @@ def encode(cfg: BertConfig, w: dict[str, Any], ids: list[Any]) -> Any:
 
     The batch's real tokens are packed into one (tokens, hidden) matrix, never padded:
     attention runs per sequence over its own length (what the padded, masked form
-    computes, without the masked work), and every token-wise step runs on blocks of
-    ROWS tokens. So the working memory is a few ROWS-row blocks and one sequence's
-    scores, not (batch x heads x length x length) scores and a dozen (batch x length x
-    4 hidden) GELU temporaries. Two batches of 32 x 256 tokens at once (two cores) took
-    1.1-1.3 GB above the loaded model, ~50 MB now (~130 MB with 1024-row blocks), at the
-    same speed or better
-    (test_embedding_two_full_batches_at_once_stays_within_its_memory)."""
+    computes, without the masked work). Each layer runs span by span (_spans: whole
+    sequences, ROWS tokens together), attention then the token-wise steps, so besides the
+    batch's hidden states the working memory is one span's context, its feed-forward
+    block (ROWS x 4 hidden) and one sequence's scores. Two batches of 32 x 256 tokens at
+    once (two cores) took 1.1-1.3 GB above the loaded model before issue 30; the padded
+    scores gone, 110 MB; with the context held per span, the embedding layer in blocks
+    and GELU in place, ~60 MB (`python -m tests.bench.local_memory`).
+    """
     lengths = [len(x) for x in ids]
     starts = np.cumsum([0, *lengths[:-1]])
     x = _embeddings(cfg, w, np.concatenate(ids), lengths)
+    spans = [(int(starts[lo]), sum(lengths[lo:hi]), lengths[lo:hi]) for lo, hi in _spans(lengths)]
     for i in range(cfg.layers):
-        ctx = _attention(cfg, w, i, x, starts.tolist(), lengths)
-        for r in range(0, len(x), ROWS):
-            block = slice(r, r + ROWS)
-            a = _layer_norm(ctx[block] @ w[f"{i}.ao"] + w[f"{i}.ao_b"] + x[block],
-                            w[f"{i}.ln1"], cfg.eps)
+        for start, count, span in spans:
+            rows = slice(start, start + count)
+            ctx = _attention(cfg, w, i, x[rows], span)
+            a = ctx @ w[f"{i}.ao"]
+            a += w[f"{i}.ao_b"]
+            a += x[rows]
+            a = _layer_norm(a, w[f"{i}.ln1"], cfg.eps)
             hidden = a @ w[f"{i}.in"]
             hidden += w[f"{i}.in_b"]
             _gelu(hidden)
-            x[block] = _layer_norm(hidden @ w[f"{i}.out"] + w[f"{i}.out_b"] + a,
-                                   w[f"{i}.ln2"], cfg.eps)
+            out = hidden @ w[f"{i}.out"]
+            out += w[f"{i}.out_b"]
+            out += a
+            x[rows] = _layer_norm(out, w[f"{i}.ln2"], cfg.eps)
     pooled = _pool(cfg.pooling, x, starts, np.asarray(lengths))
     if cfg.normalize:
         pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -226,14 +232,29 @@ def _embeddings(cfg: BertConfig, w: dict[str, Any], flat: Any, lengths: list[int
     return x
 
 
-def _attention(cfg: BertConfig, w: dict[str, Any], i: int, x: Any,
-               starts: list[int], lengths: list[int]) -> Any:  # fmt: skip
-    """Layer `i`'s self-attention output (before its output projection), one sequence
-    at a time: each attends to its own tokens only."""
+def _spans(lengths: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive sequences (first, end) of at most ROWS tokens together (a longer
+    sequence alone): a layer runs span by span, its attention then its token-wise steps,
+    so its context is held for ROWS tokens, not for the whole batch."""
+    spans: list[tuple[int, int]] = []
+    lo, total = 0, 0
+    for j, n in enumerate(lengths):
+        if j > lo and total + n > ROWS:
+            spans.append((lo, j))
+            lo, total = j, 0
+        total += n
+    spans.append((lo, len(lengths)))
+    return spans
+
+
+def _attention(cfg: BertConfig, w: dict[str, Any], i: int, x: Any, lengths: list[int]) -> Any:
+    """Layer `i`'s self-attention output (before its output projection) for the packed
+    sequences of `x`, one sequence at a time: each attends to its own tokens only."""
     heads, head = cfg.heads, cfg.hidden // cfg.heads
     scale = np.float32(1.0 / np.sqrt(head))
     ctx = np.empty_like(x)
-    for start, n in zip(starts, lengths, strict=True):
+    start = 0
+    for n in lengths:
         qkv = x[start:start + n] @ w[f"{i}.qkv"] + w[f"{i}.qkv_b"]
         q, k, v = qkv.reshape(n, 3, heads, head).transpose(1, 2, 0, 3)
         scores = (q * scale) @ k.transpose(0, 2, 1)
@@ -241,6 +262,7 @@ def _attention(cfg: BertConfig, w: dict[str, Any], i: int, x: Any,
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         ctx[start:start + n] = (scores @ v).transpose(1, 0, 2).reshape(n, cfg.hidden)
+        start += n
     return ctx
 
 
