@@ -313,3 +313,55 @@ def test_local_fallback_false_in_config_stores_without_vectors_for_later(
     config = tmp_path / "config.toml"
     config.write_text("[ingest]\nlocal_fallback = false\n")
     _refused_fallback({**env, "LOCALGPT_CONFIG": str(config)}, folder)
+
+
+def _rewrite_weights(target: Path, dtype: str) -> None:
+    """The packaged model's directory copied to `target` with its tensors stored as
+    `dtype` (F16, or I8 which no reader here accepts), in the safetensors layout."""
+    import shutil
+
+    import numpy as np
+
+    from localgpt_cli.llm.local import model_dir
+
+    source = model_dir(MODEL)
+    shutil.copytree(source, target)
+    raw = (source / "model.safetensors").read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + size])
+    header.pop("__metadata__", None)
+    kind = {"F16": np.float16, "I8": np.int8}[dtype]
+    out, blobs, offset = {}, [], 0
+    for name, meta in header.items():
+        begin, end = meta["data_offsets"]
+        array = np.frombuffer(raw[8 + size + begin:8 + size + end], dtype="<f4")
+        blob = array.astype(kind).tobytes() if meta["dtype"] == "F32" else b""
+        out[name] = {"dtype": dtype, "shape": meta["shape"] if blob else [0],
+                     "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(out).encode()
+    (target / "model.safetensors").write_bytes(len(text).to_bytes(8, "little") + text
+                                               + b"".join(blobs))
+
+
+def test_float16_weights_give_the_same_vectors(tmp_path: Path) -> None:
+    from localgpt_cli.llm.local import LocalEmbedder
+
+    _rewrite_weights(tmp_path / "m16", "F16")
+    texts = list(DOCS.values())
+    ours = LocalEmbedder().embed_array(f"local:{tmp_path / 'm16'}", texts)
+    full = LocalEmbedder().embed_array(MODEL, texts)
+    assert ((ours * full).sum(axis=1)).min() >= 0.999
+
+
+def test_weights_of_an_unread_dtype_are_one_line(env: dict[str, str], folder: Path,
+                                                 tmp_path: Path) -> None:  # fmt: skip
+    _rewrite_weights(tmp_path / "m8", "I8")
+    r = localgpt(env, "ingest", str(folder), "-m", f"local:{tmp_path / 'm8'}")
+    assert r.exit_code == 6, r.stderr
+    assert r.stdout == ""
+    line = r.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith(f"localgpt: error: {tmp_path / 'm8' / 'model.safetensors'}: tensor ")
+    assert "is I8; the local embedder reads F32, F16, F64, BF16 weights." in line
