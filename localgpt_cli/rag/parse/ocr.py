@@ -11,7 +11,7 @@ stdin as an uncompressed PGM (no PNG encoding), and its TSV output gives each wo
 confidence. `OMP_THREAD_LIMIT=1`: its OpenMP threads made a page twice as slow on a loaded
 2-core machine, and the ingest's worker pool gives parallelism across pages anyway.
 
-Pillow (the `[ocr]` extra) holds the images; it is imported only when a page is read.
+Pillow (a dependency of localgpt) holds the images; it is imported only when a page is read.
 """
 
 from __future__ import annotations
@@ -79,10 +79,6 @@ def missing() -> str | None:
     """Why OCR cannot run here (what to install), or None when it can."""
     if shutil.which("tesseract") is None:
         return f"Tesseract is not installed: {install_hint()}"
-    try:
-        import PIL  # noqa: F401
-    except ImportError:
-        return "Pillow is missing: pip install 'localgpt-cli[ocr]'"
     return None
 
 
