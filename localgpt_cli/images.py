@@ -37,8 +37,10 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"GIF89a", "image/gif"),
     (b"II*\x00", "image/tiff"),
     (b"MM\x00*", "image/tiff"),
-    (b"BM", "image/bmp"),
 )
+# A BMP starts "BM", then its size, then four reserved bytes that are zero: "BM" alone is
+# also how "BM25 scores…" starts, and text has no NUL bytes.
+_BMP_RESERVED = slice(6, 10)
 
 
 def sniff(head: bytes) -> str | None:
@@ -48,6 +50,8 @@ def sniff(head: bytes) -> str | None:
     for magic, media_type in _MAGIC:
         if head.startswith(magic):
             return media_type
+    if head[:2] == b"BM" and head[_BMP_RESERVED] == b"\0\0\0\0":
+        return "image/bmp"
     return None
 
 

@@ -18,21 +18,24 @@ from localgpt_cli.images import Picture, fitted
 from localgpt_cli.pdf_text import PdfPageError, PdfPages, PdfPassword, PdfRefused, open_pdf
 
 DPI = 150
+MAX_PAGES = 50  # pages one question may carry: each is a picture of ~1-3 MB for a vision model
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
 def parse_pages(text: str) -> list[int]:
     """`2-3,5` -> [2, 3, 5] (1-based, in the order given, each page once); UsageError
     for anything else."""
-    pages: list[int] = []
+    pages: dict[int, None] = {}  # ordered, each page once
     for part in text.split(","):
         found = _RANGE.fullmatch(part)
         first, last = (int(found.group(1)), int(found.group(2) or found.group(1))) \
             if found else (0, 0)
         if first < 1 or last < first:
             raise UsageError(f"--pages {text!r}: give page numbers from 1, like 2 or 2-3,5.")
-        pages.extend(n for n in range(first, last + 1) if n not in pages)
-    return pages
+        if last - first >= MAX_PAGES or len(pages) + last - first >= MAX_PAGES:
+            raise UsageError(f"--pages {text!r}: at most {MAX_PAGES} pages at once.")
+        pages.update(dict.fromkeys(range(first, last + 1)))
+    return list(pages)
 
 
 def page_count(path: Path) -> int:

@@ -23,6 +23,10 @@ _LEAKY_ENV = (
     "LOCALGPT_CONFIG",
     "LOCALGPT_HISTORY_URL",
     "LOCALGPT_HISTORY_BACKEND",
+    # pytest-xdist's workers export COLUMNS=80 and LINES=24, which rich and prompt_toolkit
+    # obey over the size of the terminal a test opens (tmux's 100 columns).
+    "COLUMNS",
+    "LINES",
 )
 
 

@@ -69,6 +69,12 @@ def test_parameters_defaults_and_the_command_line_over_the_template(standin, sum
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
 
 
+def test_save_refuses_schema_multi_which_a_template_cannot_keep(standin, isolated_env: Path):
+    r = invoke("chat", "--save", "people", "--schema-multi", "name, role", "list them")
+    assert r.exit_code == 2 and "--save keeps --schema, not --schema-multi" in r.stderr
+    assert not (isolated_env / "config" / "localgpt" / "templates" / "people.toml").exists()
+
+
 def test_flag_errors_are_exit_2_naming_the_file(standin, summary, isolated_env: Path):
     missing = folder(isolated_env) / "nope.toml"
     cases = [

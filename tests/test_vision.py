@@ -91,6 +91,27 @@ def test_a_piped_picture_is_shown_not_refused_as_binary(vision):
     assert (r.exit_code, r.stdout) == (0, sees(data) + "\n"), r.stderr
 
 
+def test_piped_text_that_starts_like_a_bmp_is_text(vision):
+    """"BM" alone is how a BMP starts — and "BM25 ranking…": text stays text."""
+    r = invoke("chat", "-m", "eyes", "summarise", input=b"BM25 ranking explained\n")
+    assert r.exit_code == 0, r.stderr
+    assert "BM25 ranking explained" in json.dumps(vision.chat_requests()[-1]["messages"])
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--schema", "title", "--each", "--image", "PIC"], "--image and --pages go with one"),
+    (["-f", "PDF", "--pages", "1-1000000"], "at most 50 pages at once"),
+])
+def test_pictures_that_cannot_go_are_usage_errors(vision, tmp_path, args, says):
+    (tmp_path / "a.png").write_bytes(png())
+    make_pdf(tmp_path / "a.pdf", ["one page"])
+    args = [{"PIC": str(tmp_path / "a.png"), "PDF": str(tmp_path / "a.pdf")}.get(a, a)
+            for a in args]
+    r = invoke("chat", "-m", "eyes", *args, "what is it?", input=b"one\ntwo\n")
+    assert r.exit_code == 2 and says in r.stderr, r.stderr
+    assert not vision.chat_requests()
+
+
 def test_image_dash_reads_the_picture_from_stdin_in_a_real_process(vision):
     data = png(kind="JPEG")
     p = subprocess.run([sys.executable, "-m", "localgpt_cli", "chat", "-m", "eyes", "--image",

@@ -35,20 +35,31 @@ class Collector:
     def close(self) -> None:
         pass
 
+# What --each reads of stdin at most: inputs are questions, not an archive; a runaway
+# pipe (`cat /dev/zero |`, a multi-GB log) is refused instead of filling the memory.
+MAX_INPUT_BYTES = 64 * 2**20
+
 
 def read_inputs(nul: bool) -> list[tuple[int, str]]:
     """(number, text) of every non-blank input on stdin: lines, or NUL-terminated records
     with -0 (text with newlines in it). Decoded as ingest decodes a file; secrets redacted
     before any model sees them."""
     from localgpt_cli.rag.decode import decode_text
-    from localgpt_cli.rag.filetypes import looks_binary
+    from localgpt_cli.rag.filetypes import SNIFF_BYTES, looks_binary
     from localgpt_cli.redact import redact
 
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None or sys.stdin.isatty():
         raise InvalidInput("--each reads its inputs from stdin, and nothing is piped in.",
                            hint="Pipe one input per line: … | localgpt chat --schema S --each")
-    data = stream.read()
+    data = stream.read(SNIFF_BYTES)  # `cat /dev/zero |` is refused, not read forever
+    if not nul and looks_binary(data):
+        raise InvalidInput("stdin: input 1 is binary, not text; nothing was sent.",
+                           hint="Records separated by NUL need -0.")
+    data += stream.read(MAX_INPUT_BYTES + 1 - len(data))
+    if len(data) > MAX_INPUT_BYTES:
+        raise InvalidInput(f"--each: stdin holds more than {MAX_INPUT_BYTES // 2**20} MiB of "
+                           "inputs; nothing was sent.", hint="Split the inputs into runs.")
     pieces = data.split(b"\0") if nul else data.split(b"\n")
     inputs = []
     for number, piece in enumerate(pieces, start=1):

@@ -64,6 +64,9 @@ def save_from_flags(app: App, flags: ChatFlags) -> None:
     from localgpt_cli.templates import save_template
 
     parse_options(flags.options)  # a bad -o is refused here, not when the template is used
+    if flags.schema_multi:
+        raise click.UsageError("--save keeps --schema, not --schema-multi: save the schema "
+                               "with --schema and give --schema-multi when you use it.")
     values: dict[str, Any] = {key: getattr(flags, key) for key in _FLAG_KEYS}
     values["prompt"] = " ".join(flags.prompt).strip() or None
     values["options"] = dict(flags.options)

@@ -228,6 +228,9 @@ def _question(
     if (flags.each or flags.null) and not structured:
         raise UsageError("--each and -0 answer each input with --schema or --schema-multi; "
                          "give one.")
+    if flags.each and (flags.images or flags.pages):
+        raise UsageError("--each answers each stdin input alone; --image and --pages go with "
+                         "one question (drop --each).")
     pictures = image_files(flags)
     # --each reads stdin input by input; `--image -` reads it as a picture
     piped = None if flags.each or "-" in flags.images else stdin_text(app)

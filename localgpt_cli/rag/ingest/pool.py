@@ -109,8 +109,10 @@ class _Worker:
             self.proc.wait()
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        """The worker and what it started (a Tesseract reading a page): its own session
+        makes it the leader of their process group."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
 
 class ParsePool:

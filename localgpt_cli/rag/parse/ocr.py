@@ -136,7 +136,10 @@ def read_page(image: Any, settings: OcrSettings, dpi: int | None = None) -> Page
     except OSError as exc:
         raise OcrPageError(f"Tesseract could not start ({exc.strerror or exc})") from exc
     if done.returncode < 0:
-        name = signal.Signals(-done.returncode).name
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
         raise OcrPageError(f"Tesseract died ({name})")
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()

@@ -79,7 +79,7 @@ def _parse(item: dict[str, Any], opts: IngestOptions) -> tuple[Any, list[Any]]:
 
     if not item["sha256"]:
         raise InvalidInput(f"{item['path']}: cannot read")
-    parsed = parse_file(Path(item["path"]), max_bytes=opts.max_file_size)
+    parsed = parse_file(Path(item["path"]), max_bytes=opts.max_file_size, ocr=opts.ocr)
     chunks = chunk_document(
         parsed,
         item["document_id"],

@@ -4,8 +4,8 @@ Ray is imported here only, and only when `--engine ray` asks for it. Without `--
 a Ray instance is started inside this process with the machine's cores (gone when the
 run ends); with one, the driver joins that cluster. Either way a cluster that does not
 answer is one line and exit 3, not a wait without end: the address is tried first (a
-refused connection fails at once), joining has CONNECT_SECONDS, and while the run goes
-on each block of results must arrive within the idle deadline (`stream`)."""
+refused connection fails at once), joining has the deadline (`--ray-timeout`), and
+while the run goes on each block of results must arrive within it too (`stream`)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[
         "configure_logging": True,
     }
     if address:
-        _bounded(lambda: ray.init(**options), min(deadline, CONNECT_SECONDS), where)
+        _bounded(lambda: ray.init(**options), deadline, where)
     else:
         # Started on this thread: Ray's processes die with the thread that started them;
         # "local": a new instance even when a cluster runs on this machine.
