@@ -110,23 +110,12 @@ def _maybe_changed(
             and entry.status != mf.FAILED
             and entry.size == f.size
             and entry.mtime_ns == f.mtime_ns
-            and (_skip_stays(entry, f.path) or entry.options == path_options_key(opts, f.path))
+            and (entry.status == mf.SKIPPED or entry.options == path_options_key(opts, f.path))
         ):
             state.summary.unchanged += 1
             continue
         maybe.append((f, entry))
     return maybe
-
-
-def _skip_stays(entry: mf.Entry, path: str) -> bool:
-    """Whether a file skipped before stays skipped while unchanged. A binary file does;
-    an image does not: it was skipped because OCR was off or Tesseract missing, and is
-    read once they are there (a skip costs a hash and a look for Tesseract)."""
-    from localgpt_cli.rag.filetypes import IMAGE_EXTENSIONS
-
-    if entry.status != mf.SKIPPED:
-        return False
-    return Path(path).suffix.lower().lstrip(".") not in IMAGE_EXTENSIONS
 
 
 def _decide(
@@ -154,7 +143,7 @@ def _decide(
         entry is not None
         and not opts.force
         and entry.sha256 == sha
-        and (_skip_stays(entry, f.path) or (entry.status == mf.OK and entry.options == options))
+        and (entry.status == mf.SKIPPED or (entry.status == mf.OK and entry.options == options))
     ):
         # Touched, not changed: remember the new mtime so the next run skips it.
         state.summary.unchanged += 1
