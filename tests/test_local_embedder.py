@@ -18,6 +18,7 @@ import pytest
 
 from tests.cli import ROOT, Result
 from tests.embedder import MiniLM, available
+from tests.requires import unavailable
 
 pytestmark = pytest.mark.skipif(
     not available() and not os.environ.get("CI"),
@@ -197,9 +198,8 @@ def test_the_local_extra_brings_no_torch() -> None:
          "--report", "-", ".[local]"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
-    if p.returncode != 0 and not os.environ.get("CI"):
-        pytest.skip(f"pip could not resolve against the registry: {p.stderr.strip()[-200:]}")
-    assert p.returncode == 0, p.stderr
+    if p.returncode != 0:  # a failure under CI, which has the registry; a skip offline
+        unavailable(f"pip could not resolve against the registry: {p.stderr.strip()[-200:]}")
     names = {item["metadata"]["name"].lower() for item in json.loads(p.stdout)["install"]}
     assert {"numpy", "tokenizers"} <= names
     # the weights are read by llm/bert.py itself (the library maps the file: 86 MB more)
