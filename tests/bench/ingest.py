@@ -52,6 +52,17 @@ def _words(rng: np.random.Generator, n: int) -> list[str]:
     return [f"w{i}" for i in ids]
 
 
+# A PDF page of "w4999 w12 ..." reads as a garbled text layer to rag/parse/textlayer.py (no
+# token holds a run of two letters), so ingest would OCR every page of the corpus's PDFs. Their
+# pages spell each digit as a letter instead ("weiii"): words, as a real PDF's text layer has.
+_DIGITS_AS_LETTERS = str.maketrans("0123456789", "abcdefghij")
+
+
+def pdf_page(rng: np.random.Generator, size: int = 1500) -> str:
+    """A PDF page of prose whose text layer ingest keeps (no OCR), wrapped to lines."""
+    return _wrap(_prose(rng, size).replace("\n\n", " ").translate(_DIGITS_AS_LETTERS))
+
+
 def _prose(rng: np.random.Generator, size: int) -> str:
     out: list[str] = []
     length = 0
@@ -97,8 +108,7 @@ def generate(root: Path, files: int, megabytes: float, seed: int = 7) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         size = max(200, int(rng.normal(per_file, per_file / 3)))
         if i < pdfs:
-            pages = [_prose(rng, 1500).replace("\n\n", " ") for _ in range(4)]
-            path = make_pdf(folder / f"f{i}.pdf", [_wrap(p) for p in pages])
+            path = make_pdf(folder / f"f{i}.pdf", [pdf_page(rng) for _ in range(4)])
         elif i % 10 < 4:
             path = folder / f"f{i}.md"
             path.write_text(_markdown(rng, size))

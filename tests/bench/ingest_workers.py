@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.common import ROOT
-from tests.bench.ingest import _prose, _wrap, generate
+from tests.bench.ingest import generate, pdf_page
 from tests.pdfgen import make_pdf
 from tests.standin import StandIn
 
@@ -112,8 +112,7 @@ def pdf_corpus(root: Path, count: int) -> int:
     rng = np.random.default_rng(3)
     root.mkdir(parents=True)
     for i in range(count):
-        pages = [_wrap(_prose(rng, 1500).replace("\n\n", " ")) for _ in range(4)]
-        make_pdf(root / f"p{i}.pdf", pages)
+        make_pdf(root / f"p{i}.pdf", [pdf_page(rng) for _ in range(4)])
     return count * 4
 
 
