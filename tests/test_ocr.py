@@ -132,6 +132,38 @@ def test_without_tesseract_scans_fail_alone_with_the_package_to_install(standin,
     assert r.stderr.count("\n") == 1 and "1 file(s) failed" in r.stderr
 
 
+def test_a_picture_skipped_for_want_of_tesseract_is_read_once_it_is_installed(
+    standin, tmp_path, isolated_env, monkeypatch
+):
+    """The manifest says why a picture was skipped: without Tesseract it is read, though
+    unchanged, by the first run that has it; a damaged one stays skipped, unsaid."""
+    scans = tmp_path / "scans"
+    scans.mkdir()
+    page([FACT], dpi=200, width_in=6).save(scans / "note.png", dpi=(200, 200))
+    (scans / "cut.png").write_bytes((scans / "note.png").read_bytes()[:300])
+    with monkeypatch.context() as without:
+        without.setenv("PATH", "/nonexistent")
+        r = invoke("ingest", str(scans), "--json")
+    assert r.exit_code == 0, r.stderr
+    events = {Path(e["path"]).name: e for e in r.records() if e["type"] == "document"}
+    assert all(e["status"] == "skipped" and "apt install tesseract-ocr" in e["message"]
+               for e in events.values()) and len(events) == 2, events
+    manifest = isolated_env / "localgpt" / "lancedb" / "_localgpt" / "manifests"
+    lines = [json.loads(x) for x in (manifest / "default.jsonl").read_text().splitlines()]
+    assert {Path(x["path"]).name: x["skip"] for x in lines if "skip" in x} == {
+        "note.png": "ocr_unavailable", "cut.png": "ocr_unavailable"}
+    r = invoke("ingest", str(scans), "--json")  # Tesseract is on PATH now
+    assert r.exit_code == 0, r.stderr
+    events = {Path(e["path"]).name: e for e in r.records() if e["type"] == "document"}
+    assert events["note.png"]["status"] == "added"
+    assert events["cut.png"]["status"] == "skipped" and "unreadable image" in \
+        events["cut.png"]["message"]
+    top = invoke("search", "vault combination", "--json").records()[0]
+    assert Path(top["path"]).name == "note.png" and "heliotrope" in top["text"]
+    r = invoke("ingest", str(scans))  # as cron runs it: the damaged picture is not said
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", ""), r
+
+
 def test_ocr_never_leaves_scans_as_they_were(standin, tmp_path):
     scans = _scans(tmp_path / "scans")
     r = invoke("ingest", str(scans), "--ocr", "never", "--json")
