@@ -20,6 +20,7 @@ import pytest
 
 from tests.cli import ROOT, invoke, run, validate_packets
 from tests.faults import Faults, children
+from tests.ocrpages import LINES as OCR_LINES
 from tests.ocrpages import cer, missing_fonts, page, save_pdf, save_tiff
 from tests.requires import unavailable
 from tests.standin import Reply
@@ -237,10 +238,14 @@ def _ingest_with_fault(folder: Path, fault: str, deadline: float) -> tuple[int, 
                             text=True, cwd=ROOT)  # fmt: skip
     faults = Faults(_TesseractOf(proc.pid))
     try:
-        while not faults.component.pids():
+        while not (seen := faults.component.pids()):
             assert proc.poll() is None and time.monotonic() - start < deadline, "no Tesseract"
             time.sleep(0.01)
-        faults.hang() if fault == "hang" else faults.kill()
+        # The processes just seen, stopped at once: looking in /proc again to kill them
+        # gave a fast page time to finish first (seen once on a loaded machine).
+        faults.hang(seen)
+        if fault == "kill":
+            faults.kill(seen)
         out, err = proc.communicate(timeout=deadline)
     finally:
         faults.resume()
@@ -286,7 +291,8 @@ def test_a_killed_tesseract_fails_the_file_and_the_next_run_reads_it(standin, tm
     _stored_note(tmp_path)
     scans = tmp_path / "scans"
     scans.mkdir()
-    save_pdf(scans / "scan.pdf", [page([FACT], dpi=200, width_in=6)], 200)
+    # A page of ~1 s of Tesseract's time: it cannot end between being seen and stopped.
+    save_pdf(scans / "scan.pdf", [page([*OCR_LINES, FACT], dpi=300)], 300)
     code, records, err = _ingest_with_fault(scans, "kill", deadline=60)
     assert code == 5, err
     event = next(e for e in records if e["type"] == "document")
