@@ -136,13 +136,16 @@ def test_without_tesseract_scans_fail_alone_with_the_package_to_install(standin,
 def test_a_picture_skipped_for_want_of_tesseract_is_read_once_it_is_installed(
     standin, tmp_path, isolated_env, monkeypatch
 ):
-    """The manifest says why a picture was skipped: without Tesseract it is read, though
-    unchanged, by the first run that has it; a damaged one stays skipped, unsaid."""
+    """The manifest says why a picture was skipped: with OCR off or without Tesseract it
+    is read, though unchanged, by the first run that can; a damaged one stays skipped,
+    unsaid."""
     scans = tmp_path / "scans"
     scans.mkdir()
     page([FACT], dpi=200, width_in=6).save(scans / "note.png", dpi=(200, 200))
     (scans / "cut.png").write_bytes((scans / "note.png").read_bytes()[:300])
-    with monkeypatch.context() as without:
+    r = invoke("ingest", str(scans), "--ocr", "never", "--json")  # skipped: OCR is off
+    assert r.exit_code == 0 and r.records()[-1]["skipped"] == 2, r.stderr
+    with monkeypatch.context() as without:  # OCR on again, but no Tesseract: read, skipped
         without.setenv("PATH", "/nonexistent")
         r = invoke("ingest", str(scans), "--json")
     assert r.exit_code == 0, r.stderr
