@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from localgpt_cli.errors import InvalidInput
@@ -65,6 +65,14 @@ class Picture:
     height: int
     source: str  # the file, "stdin", or "scan.pdf page 2": what the user calls it
     changed: str | None = None  # "downscaled from 4000x3000", "converted from image/webp"
+    # The bytes as given, when `data` is a conversion of them: what OCR reads (a scan
+    # keeps its resolution and a TIFF its pages) for a model that cannot see.
+    original: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def given(self) -> bytes:
+        """The picture as the user gave it."""
+        return self.data if self.original is None else self.original
 
     @property
     def sha256(self) -> str:
@@ -96,7 +104,7 @@ def picture(data: bytes, source: str) -> Picture:
     width, height = image.size
     if media_type in SENT_AS_IS and max(width, height) <= MAX_SIDE:
         return Picture(data, media_type, width, height, source)
-    return fitted(image, source, media_type)
+    return replace(fitted(image, source, media_type), original=data)
 
 
 def fitted(image: Any, source: str, media_type: str) -> Picture:

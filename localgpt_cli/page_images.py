@@ -1,5 +1,5 @@
-"""PDF pages as pictures (`chat -f scan.pdf --pages 2-3` on a vision model), and the page
-ranges `--pages` takes.
+"""PDF pages as pictures (`chat -f scan.pdf --pages 2-3` on a vision model) or as text
+(on another: a scanned page read by OCR), and the page ranges `--pages` takes.
 
 PDFium (pypdfium2, already what reads PDF text: pdf_text.py) renders each page; 150 dpi
 puts an A4 page at 1240x1754 pixels, under images.MAX_SIDE, so a page is sent as
@@ -12,10 +12,14 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from localgpt_cli.errors import InvalidInput, UsageError
 from localgpt_cli.images import Picture, fitted
 from localgpt_cli.pdf_text import PdfPageError, PdfPages, PdfPassword, PdfRefused, open_pdf
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.parse.ocr import OcrSettings
 
 DPI = 150
 MAX_PAGES = 50  # pages one question may carry: each is a picture of ~1-3 MB for a vision model
@@ -77,18 +81,42 @@ def page_pictures(path: Path, pages: list[int], dpi: int = DPI) -> list[Picture]
     return out
 
 
-def page_texts(path: Path, pages: list[int]) -> str:
-    """The text of those pages (what a model without vision gets), each under a marker."""
+def page_texts(
+    path: Path, pages: list[int], ocr: OcrSettings | None = None
+) -> tuple[str, list[str]]:
+    """The text of those pages (what a model without vision gets), each under a marker,
+    and warnings. With `ocr`, a page without a usable text layer (a scan) is read by
+    Tesseract, as ingest reads it; without Tesseract that is one line naming the package
+    (InvalidInput `ocr_unavailable`), not a scan sent as an empty page."""
     check_pages(path, pages)
-    parts = []
     with _opened(path) as pdf:
+        texts = {}
         for number in pages:
             try:
-                text = pdf.text(number)
+                texts[number] = pdf.text(number)
             except PdfPageError as exc:
                 raise InvalidInput(f"{path} page {number} cannot be read ({exc}).") from exc
-            parts.append(f"--- page {number} ---\n{text}")
-    return "\n\n".join(parts)
+        read, warnings = _read_scans(pdf, path, texts, ocr) if ocr else ({}, [])
+    parts = [f"--- page {n} ---\n{read.get(n, texts[n])}" for n in pages]
+    return "\n\n".join(parts), warnings
+
+
+def _read_scans(
+    pdf: PdfPages, path: Path, texts: dict[int, str], ocr: OcrSettings
+) -> tuple[dict[int, str], list[str]]:
+    """The pages of `texts` whose text layer is unusable, read by OCR (rag/parse/scanned.py:
+    a page Tesseract fails on keeps its text layer, with a warning)."""
+    from localgpt_cli.rag.parse import scanned
+
+    scans = [n for n, text in texts.items() if scanned.unusable(pdf, n, text)]
+    outcome = scanned.read_pages(pdf, str(path), scans, ocr)
+    if outcome.unread is not None:
+        which = f"page {scans[0]} has" if len(scans) == 1 else \
+            f"pages {', '.join(map(str, scans))} have"
+        raise InvalidInput(f"{path} {which} no usable text layer to send a model that "
+                           f"cannot see, and OCR cannot read it here ({outcome.unread}); "
+                           "nothing was sent.", code="ocr_unavailable")
+    return {n: s.text for n, s in outcome.sections.items()}, outcome.warnings
 
 
 @contextmanager

@@ -63,9 +63,9 @@ class Faults:
                 os.kill(pid, signal.SIGCONT)
         self.paused.clear()
 
-    def kill(self) -> None:
+    def kill(self, pids: list[int] | None = None) -> None:
         """SIGKILL: connections are cut at once, nothing is flushed or said."""
-        for pid in self.component.pids():
+        for pid in pids if pids is not None else self.component.pids():
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 

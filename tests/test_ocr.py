@@ -20,6 +20,7 @@ import pytest
 
 from tests.cli import ROOT, invoke, run, validate_packets
 from tests.faults import Faults, children
+from tests.ocrpages import LINES as OCR_LINES
 from tests.ocrpages import cer, missing_fonts, page, save_pdf, save_tiff
 from tests.requires import unavailable
 from tests.standin import Reply
@@ -132,6 +133,41 @@ def test_without_tesseract_scans_fail_alone_with_the_package_to_install(standin,
     assert r.stderr.count("\n") == 1 and "1 file(s) failed" in r.stderr
 
 
+def test_a_picture_skipped_for_want_of_tesseract_is_read_once_it_is_installed(
+    standin, tmp_path, isolated_env, monkeypatch
+):
+    """The manifest says why a picture was skipped: with OCR off or without Tesseract it
+    is read, though unchanged, by the first run that can; a damaged one stays skipped,
+    unsaid."""
+    scans = tmp_path / "scans"
+    scans.mkdir()
+    page([FACT], dpi=200, width_in=6).save(scans / "note.png", dpi=(200, 200))
+    (scans / "cut.png").write_bytes((scans / "note.png").read_bytes()[:300])
+    r = invoke("ingest", str(scans), "--ocr", "never", "--json")  # skipped: OCR is off
+    assert r.exit_code == 0 and r.records()[-1]["skipped"] == 2, r.stderr
+    with monkeypatch.context() as without:  # OCR on again, but no Tesseract: read, skipped
+        without.setenv("PATH", "/nonexistent")
+        r = invoke("ingest", str(scans), "--json")
+    assert r.exit_code == 0, r.stderr
+    events = {Path(e["path"]).name: e for e in r.records() if e["type"] == "document"}
+    assert all(e["status"] == "skipped" and "apt install tesseract-ocr" in e["message"]
+               for e in events.values()) and len(events) == 2, events
+    manifest = isolated_env / "localgpt" / "lancedb" / "_localgpt" / "manifests"
+    lines = [json.loads(x) for x in (manifest / "default.jsonl").read_text().splitlines()]
+    assert {Path(x["path"]).name: x["skip"] for x in lines if "skip" in x} == {
+        "note.png": "ocr_unavailable", "cut.png": "ocr_unavailable"}
+    r = invoke("ingest", str(scans), "--json")  # Tesseract is on PATH now
+    assert r.exit_code == 0, r.stderr
+    events = {Path(e["path"]).name: e for e in r.records() if e["type"] == "document"}
+    assert events["note.png"]["status"] == "added"
+    assert events["cut.png"]["status"] == "skipped" and "unreadable image" in \
+        events["cut.png"]["message"]
+    top = invoke("search", "vault combination", "--json").records()[0]
+    assert Path(top["path"]).name == "note.png" and "heliotrope" in top["text"]
+    r = invoke("ingest", str(scans))  # as cron runs it: the damaged picture is not said
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", ""), r
+
+
 def test_ocr_never_leaves_scans_as_they_were(standin, tmp_path):
     scans = _scans(tmp_path / "scans")
     r = invoke("ingest", str(scans), "--ocr", "never", "--json")
@@ -205,10 +241,14 @@ def _ingest_with_fault(folder: Path, fault: str, deadline: float) -> tuple[int, 
                             text=True, cwd=ROOT)  # fmt: skip
     faults = Faults(_TesseractOf(proc.pid))
     try:
-        while not faults.component.pids():
+        while not (seen := faults.component.pids()):
             assert proc.poll() is None and time.monotonic() - start < deadline, "no Tesseract"
             time.sleep(0.01)
-        faults.hang() if fault == "hang" else faults.kill()
+        # The processes just seen, stopped at once: looking in /proc again to kill them
+        # gave a fast page time to finish first (seen once on a loaded machine).
+        faults.hang(seen)
+        if fault == "kill":
+            faults.kill(seen)
         out, err = proc.communicate(timeout=deadline)
     finally:
         faults.resume()
@@ -254,7 +294,8 @@ def test_a_killed_tesseract_fails_the_file_and_the_next_run_reads_it(standin, tm
     _stored_note(tmp_path)
     scans = tmp_path / "scans"
     scans.mkdir()
-    save_pdf(scans / "scan.pdf", [page([FACT], dpi=200, width_in=6)], 200)
+    # A page of ~1 s of Tesseract's time: it cannot end between being seen and stopped.
+    save_pdf(scans / "scan.pdf", [page([*OCR_LINES, FACT], dpi=300)], 300)
     code, records, err = _ingest_with_fault(scans, "kill", deadline=60)
     assert code == 5, err
     event = next(e for e in records if e["type"] == "document")

@@ -39,6 +39,7 @@ Examples:
   localgpt chat -m gemma3 --image photo.jpg "what is on the shelf?"
   cat dialog.png | localgpt chat -m gemma3 "what does this error say?"
   localgpt chat -m gemma3 -f scan.pdf --pages 2-3 "transcribe the table"
+  localgpt chat -m qwen3 --image receipt.png --ocr "what is the total?"  # its text, by Tesseract
   localgpt chat --explain --gate model "how do I reset the VPN?"
   localgpt chat -c --explain "what was the build server called?"
   cat ticket.txt | localgpt chat --schema 'title, severity int' "triage this"
@@ -110,10 +111,14 @@ Examples:
               metavar="PATH", help="Put a whole file into the context (repeatable).")
 @click.option("--pages", metavar="N-M",
               help="Only these pages of the -f PDFs (2-3,5); a vision model sees them as "
-                   "pictures, another reads their text.")
+                   "pictures, another reads their text (a scanned page's read by OCR).")
 @click.option("--image", "images", multiple=True, metavar="FILE",
               help="Show a vision model a picture (repeatable; - reads it from stdin): PNG, "
                    "JPEG, GIF, WebP, TIFF or BMP, downscaled past 2048 pixels.")
+@click.option("--ocr", is_flag=True,
+              help="For a model without vision, send the text Tesseract reads in the "
+                   "pictures (--image, piped) instead of refusing; a vision model still sees "
+                   "the pictures. E.g. cat scan.png | localgpt chat -m qwen3 --ocr 'summarise'")
 @click.option("--lock", is_flag=True, help="Use only the --file files: no retrieval.")
 @answer_flags
 @structured_flags

@@ -44,6 +44,7 @@ class ChatFlags:
     files: tuple[str, ...]
     pages: str | None  # --pages N-M of the -f PDFs (cli/attachments.py)
     images: tuple[str, ...]  # --image FILE ("-": stdin)
+    ocr: bool  # --ocr: a model without vision gets the pictures' OCR text
     lock: bool
     # the answer pipeline (cli/answer.py)
     pipeline: str | None

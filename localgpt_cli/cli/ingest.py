@@ -190,6 +190,7 @@ def ingest(
     ray_timeout: float,
 ) -> None:
     """Add files, folders and globs to a collection (incremental, locked, cron-safe)."""
+    from localgpt_cli.cli.ocr import ocr_settings
     from localgpt_cli.rag.chunk import resolve_limits
     from localgpt_cli.rag.ingest.options import IngestOptions
     from localgpt_cli.rag.store import remote
@@ -215,7 +216,7 @@ def ingest(
         chunk_overlap=chunk_overlap,
         max_file_size=max_bytes,
         max_chunks=max_chunks,
-        ocr=_ocr_settings(app, ocr_mode),
+        ocr=ocr_settings(app, ocr_mode),
         workers=_count(app, "ingest.workers", workers),
         concurrency=_count(app, "ingest.concurrency", None),
     )
@@ -241,29 +242,6 @@ def node_embedder(flags: dict[str, Any], model: str) -> Any:
     """The embedder of a Ray actor (rag/ray/embed.py), built on its node as this command
     builds its own: the driver's flags over the node's environment and config file."""
     return App(flags=dict(flags)).embedder(documents=True, model=model)
-
-
-def _ocr_settings(app: App, mode: str | None) -> Any:
-    """How this run reads scans: --ocr, else [ingest] ocr, ocr_languages, ocr_page_timeout."""
-    from localgpt_cli.errors import setting_error
-    from localgpt_cli.rag.parse.ocr import MODES, OcrSettings
-
-    values, named = app.settings.values, app.settings.named
-    mode = mode or str(values["ingest.ocr"]).strip().lower()
-    if mode not in MODES:
-        where = named("ingest.ocr")
-        raise setting_error(where, f"ingest.ocr {mode!r} ({where}) is not one of "
-                            f"{', '.join(MODES)}.")  # fmt: skip
-    languages = str(values["ingest.ocr_languages"]).strip().replace(" ", "")
-    if not languages:
-        where = named("ingest.ocr_languages")
-        raise setting_error(where, f"ingest.ocr_languages ({where}) is empty.",
-                            hint="Name Tesseract language packs, e.g. eng+deu.")  # fmt: skip
-    timeout = float(values["ingest.ocr_page_timeout"])
-    if timeout <= 0:
-        where = named("ingest.ocr_page_timeout")
-        raise setting_error(where, f"ingest.ocr_page_timeout ({where}) must be positive.")
-    return OcrSettings(mode=mode, languages=languages, page_timeout=timeout)
 
 
 def _count(app: App, key: str, flag: int | None) -> int:

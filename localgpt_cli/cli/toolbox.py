@@ -94,7 +94,8 @@ def _context(
     app: App, search: Any, no_search: str | None = None, roots: FileRoots | None = None
 ) -> Any:
     """The ToolContext of this command: the client's web calls, the knowledge base search,
-    the file tools' roots and secrets rules."""
+    the file tools' roots and secrets rules, and OCR for read_file on a picture."""
+    from localgpt_cli.cli.ocr import picture_reader
     from localgpt_cli.tools.registry import ToolContext
 
     client = app.client
@@ -106,7 +107,7 @@ def _context(
         web_search=getattr(client, "web_search", None),
         web_fetch=getattr(client, "web_fetch", None),
         ollama_api_key_set=bool(os.environ.get("OLLAMA_API_KEY")),
-        no_search=no_search or ToolContext.no_search,
+        no_search=no_search or ToolContext.no_search, ocr=picture_reader(app),
     )
 
 

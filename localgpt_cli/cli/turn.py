@@ -174,7 +174,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     called: contradicting flags, unreadable files, binary stdin, no conversation to
     continue, a picture that is not one or a model that cannot see it (attachments.py)."""
     from localgpt_cli.cli.answer import answer_options
-    from localgpt_cli.cli.attachments import can_see, is_pdf, pdf_pages, require_vision
+    from localgpt_cli.cli.attachments import attached, is_pdf
     from localgpt_cli.cli.template_flags import with_template
     from localgpt_cli.llm.options import parse_options
     from localgpt_cli.structured.spec import structured_spec
@@ -202,12 +202,8 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
         window=settings.window, options=options, files=files,
         conversation_id=conversation.id if conversation else None, store=store,
     )  # fmt: skip
-    if flags.pages:
-        paged_pictures, paged_files = pdf_pages(flags, can_see(app, turns.model))
-        pictures.extend(paged_pictures)
-        turns.files.extend(paged_files)
-    require_vision(app, turns.model, pictures)
-    turns.pictures = pictures
+    turns.pictures, attached_files = attached(app, flags, turns.model, pictures)
+    turns.files.extend(attached_files)
     refuse_unusable(app)
     turns.structured, turns.template = structured, template
     turns.answer = answer_options(app, flags)

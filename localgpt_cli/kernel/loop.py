@@ -240,6 +240,7 @@ class AgentLoop:
     def _outcome(self, call: ToolCallRequest) -> tuple[str, bool, dict[str, Any] | None]:
         """(result for the model, ok, the preview shown to the user or None)."""
         from localgpt_cli.tools.base import ToolError, text_of
+        from localgpt_cli.tools.picture_read import PictureRead
 
         tool = self.enabled.get(call.name)
         if call.error is not None:
@@ -264,8 +265,8 @@ class AgentLoop:
             if tool.preview:
                 return self._preview(tool, call.arguments)
             printed, value = tool.call(call.arguments)
-            if isinstance(value, Picture):  # read_file on an image
-                self._seen.extend([value] if self.vision else [])
+            if isinstance(value, PictureRead):  # read_file on an image: seen, or its OCR text
+                self._seen.extend([value.picture] if self.vision else [])
                 value = pictures.tool_result(value, self.vision)
             result = text_of(printed, value)
         except ToolError as exc:

@@ -1,5 +1,6 @@
 """Pictures in a turn: the question's (`chat --image`, a piped picture, PDF pages) on the
-user message, and those `read_file` returns, attached to the next request.
+user message, and those `read_file` returns, attached to the next request (for a model
+that cannot see, read_file's result is the picture's OCR text instead).
 
 A message carries its pictures as Ollama does, `images: [bytes]` beside `content`; the
 OpenAI wire turns them into `image_url` parts (llm/openai.py). History keeps each one's
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from localgpt_cli.history.protocol import Store
     from localgpt_cli.images import Picture
+    from localgpt_cli.tools.picture_read import PictureRead
 
 
 def attach(message: dict[str, Any], pictures: Sequence[Picture]) -> dict[str, Any] | None:
@@ -32,11 +34,16 @@ def keep(store: Store, message_id: str, pictures: Sequence[Picture], keep_bytes:
             store.keep_image(message_id, p.sha256, p.media_type, p.data)
 
 
-def tool_result(picture: Picture, vision: bool) -> str:
-    """What read_file tells the model about a picture it read."""
+def tool_result(read: PictureRead, vision: bool) -> str:
+    """What read_file tells the model about a picture it read: where to look at it, or
+    (a model that cannot see) the text OCR reads in it (tools/picture_read.py; a
+    ToolError when it cannot)."""
+    picture = read.picture
     if vision:
         return (f"{picture.describe()} is an image; it is attached to the next message "
                 "for you to look at.")
+    if read.text is not None:
+        return read.text()
     return (f"{picture.describe()} is an image, and this model cannot see images; say so "
             "rather than guess what it shows.")
 

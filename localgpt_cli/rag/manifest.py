@@ -38,6 +38,11 @@ OBJECT_SAVE_SECONDS = 30.0
 OK = "ok"
 FAILED = "failed"
 SKIPPED = "skipped"  # binary: not a document, remembered so it costs a stat next time
+# Why a picture was skipped when that may pass (Entry.skip): it is read, unchanged, once
+# OCR is on again (`--ocr never` then) or Tesseract is installed. A file skipped for what
+# it is (binary, damaged, no text) has none, and stays skipped while it is unchanged.
+OCR_OFF = "ocr_off"
+OCR_UNAVAILABLE = "ocr_unavailable"
 
 
 @dataclass
@@ -55,6 +60,7 @@ class Entry:
     options: str  # the chunking it was cut with; different options mean re-chunking
     ingested_at: str
     error: str | None = None  # "code: message" when status is failed
+    skip: str | None = None  # OCR_OFF or OCR_UNAVAILABLE: why a skipped picture was unread
 
 
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
@@ -258,7 +264,7 @@ class Manifest:
 
     def put(self, entry: Entry) -> None:
         self.entries[entry.path] = entry
-        self._note({"op": "put", **asdict(entry)})
+        self._note(_put(entry))
 
     def remove(self, path: str) -> None:
         if self.entries.pop(path, None) is not None:
@@ -294,7 +300,7 @@ class Manifest:
         """Write every entry, one line each, replacing what the file held."""
         import orjson
 
-        lines = [orjson.dumps({"op": "put", **asdict(e)}) + b"\n" for e in self.entries.values()]
+        lines = [orjson.dumps(_put(e)) + b"\n" for e in self.entries.values()]
         self.file.replace(self._header() + b"".join(lines))
         self._lines = len(self.entries)
         self._journal.clear()
@@ -309,6 +315,15 @@ class Manifest:
             )
             + b"\n"
         )
+
+
+def _put(entry: Entry) -> dict[str, Any]:
+    """An entry's journal line; `skip` only when set, so the lines of every other entry
+    are what versions before it wrote (and an older version ignores the field)."""
+    line = {"op": "put", **asdict(entry)}
+    if line["skip"] is None:
+        del line["skip"]
+    return line
 
 
 def _ends_with_newline(path: Path) -> bool:

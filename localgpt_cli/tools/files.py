@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from localgpt_cli.errors import InvalidInput
-from localgpt_cli.images import MAX_FILE_BYTES, Picture, picture, sniff
+from localgpt_cli.images import MAX_FILE_BYTES, sniff
 from localgpt_cli.tools.base import Tool, ToolError
 from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
+from localgpt_cli.tools.picture_read import OcrFn, PictureRead, picture_read
 from localgpt_cli.tools.sandbox import SECRET_MARGIN, Sandbox, Warn
 
 DEFAULT_MAX_CHARS = 20_000
@@ -169,16 +169,19 @@ def _cut(text: str, max_chars: int, what: str) -> str:
 
 
 def read_file(
-    sandbox: Sandbox, path: str, page: int | None = None, max_chars: int = DEFAULT_MAX_CHARS
-) -> str | Picture:
+    sandbox: Sandbox, path: str, page: int | None = None, max_chars: int = DEFAULT_MAX_CHARS,
+    ocr: OcrFn | None = None,
+) -> str | PictureRead:
     """Text of a file in the sandbox (PDF text by page), capped at `max_chars`; a picture
-    (known by its first bytes) as a `Picture`, which the agent loop shows a vision model."""
+    (known by its first bytes) as a `PictureRead`: the agent loop shows it to a vision
+    model, or gives a text model the text `ocr` reads in it (tools/picture_read.py)."""
     fh, info, real = _open_regular(sandbox, path)
     with fh:
         head = fh.read(SNIFF_BYTES)  # the secrets rule on the first bytes comes first
         sandbox.check_head(real, path, head)
         if sniff(head[:16]) is not None:
-            return _picture(head + fh.read(MAX_FILE_BYTES + 1 - len(head)), path)
+            data = head + fh.read(MAX_FILE_BYTES + 1 - len(head))
+            return picture_read(sandbox, data, path, max_chars, ocr)
         if head.startswith(b"%PDF-") or path.lower().endswith(".pdf"):
             fh.seek(0)
             return sandbox.redacted(_read_pdf(fh, path, page, max_chars), path)
@@ -199,14 +202,6 @@ def read_file(
             f"{_human_size(info.st_size)} file"
         )
     return _page_of(sandbox, path, data, page, max_chars, note)
-
-
-def _picture(data: bytes, path: str) -> Picture:
-    """The picture, or its refusal (not a picture, too large, damaged) as a ToolError."""
-    try:
-        return picture(data, path)
-    except InvalidInput as exc:
-        raise ToolError(exc.message.replace("; nothing was sent", "")) from None
 
 
 def list_directory(sandbox: Sandbox, path: str = ".", show_hidden: bool = False) -> str:
@@ -271,19 +266,20 @@ def file_tools(
     default_max_chars: int = DEFAULT_MAX_CHARS,
     deny: DenyList | None = None,
     warn: Warn | None = None,
+    ocr: OcrFn | None = None,
 ) -> list[Tool]:
     """`read_file` and `list_directory` over one sandbox (`deny`: the secrets rules,
-    built-in ones by default; `warn(code, message)`: where a redaction is reported)."""
+    built-in ones by default; `warn(code, message)`: where a redaction is reported;
+    `ocr`: how read_file reads a picture's text for a model that cannot see)."""
     sandbox = Sandbox(roots, base, deny, warn)
     where = f"Allowed folders: {sandbox.roots_text()}."
-    return [_read_tool(sandbox, where, default_max_chars), _list_tool(sandbox, where)]
+    return [_read_tool(sandbox, where, default_max_chars, ocr), _list_tool(sandbox, where)]
 
 
-def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int) -> Tool:
-    def run_read(args: dict[str, Any]) -> str | Picture:
-        return read_file(
-            sandbox, args["path"], args.get("page"), args.get("max_chars", default_max_chars)
-        )
+def _read_tool(sandbox: Sandbox, where: str, default_max_chars: int, ocr: OcrFn | None) -> Tool:
+    def run_read(args: dict[str, Any]) -> str | PictureRead:
+        return read_file(sandbox, args["path"], args.get("page"),
+                         args.get("max_chars", default_max_chars), ocr)
 
     return Tool(
         name="read_file",

@@ -22,6 +22,7 @@ from localgpt_cli.tools.denylist import DenyList
 from localgpt_cli.tools.documents import SearchFn, search_documents_tool
 from localgpt_cli.tools.files import DEFAULT_MAX_CHARS, Warn, file_tools
 from localgpt_cli.tools.functions import load_functions_file
+from localgpt_cli.tools.picture_read import OcrFn
 from localgpt_cli.tools.preview import preview_tools
 from localgpt_cli.tools.web import WebFetchFn, WebSearchFn, web_tools
 
@@ -113,6 +114,7 @@ class ToolContext:
     ollama_api_key_set: bool = field(default_factory=lambda: bool(os.environ.get("OLLAMA_API_KEY")))
     web_search: WebSearchFn | None = None
     web_fetch: WebFetchFn | None = None
+    ocr: OcrFn | None = None  # read_file: a picture's text for a model that cannot see
 
     def read_roots(self) -> list[Path]:
         """The folders read_file, list_directory and propose_edit may touch; `localgpt
@@ -141,7 +143,8 @@ def builtin_listing(context: ToolContext) -> list[tuple[Tool, str | None]]:
     listing: list[tuple[Tool, str | None]] = [
         (tool, None)
         for tool in (calculator_tool(),
-                     *file_tools(roots, cwd, context.read_max_chars, context.deny, context.warn))
+                     *file_tools(roots, cwd, context.read_max_chars, context.deny, context.warn,
+                                 context.ocr))
     ]
     if context.search is not None:
         listing.append((search_documents_tool(context.search, context.search_k), None))

@@ -110,12 +110,25 @@ def _maybe_changed(
             and entry.status != mf.FAILED
             and entry.size == f.size
             and entry.mtime_ns == f.mtime_ns
-            and (entry.status == mf.SKIPPED or entry.options == path_options_key(opts, f.path))
+            and (_stays_skipped(state, entry) or entry.options == path_options_key(opts, f.path))
         ):
             state.summary.unchanged += 1
             continue
         maybe.append((f, entry))
     return maybe
+
+
+def _stays_skipped(state: RunState, entry: mf.Entry) -> bool:
+    """Whether a file skipped before stays skipped while unchanged: a binary or damaged
+    file does, a picture skipped because OCR could not run is read once it can (OCR on
+    again, Tesseract installed), without `--force`."""
+    if entry.status != mf.SKIPPED:
+        return False
+    if entry.skip == mf.OCR_OFF:
+        return state.opts.ocr.mode == "never"
+    if entry.skip == mf.OCR_UNAVAILABLE:
+        return state.opts.ocr.mode == "never" or state.ocr_missing()
+    return True
 
 
 def _decide(
@@ -143,7 +156,7 @@ def _decide(
         entry is not None
         and not opts.force
         and entry.sha256 == sha
-        and (entry.status == mf.SKIPPED or (entry.status == mf.OK and entry.options == options))
+        and (_stays_skipped(state, entry) or (entry.status == mf.OK and entry.options == options))
     ):
         # Touched, not changed: remember the new mtime so the next run skips it.
         state.summary.unchanged += 1

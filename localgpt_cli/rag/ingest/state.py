@@ -56,6 +56,7 @@ class RunState:
         self.pending_drained = False  # ...and this run embedded all of them
         self.pending_written = 0  # rows this run stored without a vector
         self._table_ids: set[str] | None = None
+        self._ocr_missing: bool | None = None
 
     def stored_ids(self) -> set[str]:
         """Ids of the documents in the table (one column scan, once a run)."""
@@ -99,7 +100,30 @@ class RunState:
             options=options_key(self.opts, doc_type),
             ingested_at=now_iso(),
             error=error,
+            skip=self.skip_reason(f.path) if status == mf.SKIPPED else None,
         )
+
+    def skip_reason(self, path: str) -> str | None:
+        """Why a file skipped in this run may be read later though unchanged: a picture
+        OCR could not read in this run (`--ocr never`, or no Tesseract; parse_image skips
+        it for those before looking at it). None: it stays skipped while unchanged (a
+        binary, a damaged picture, one without text)."""
+        from localgpt_cli.rag.filetypes import detect_type
+
+        kind = detect_type(Path(path))
+        if kind is None or kind[0] != "image":
+            return None
+        if self.opts.ocr.mode == "never":
+            return mf.OCR_OFF
+        return mf.OCR_UNAVAILABLE if self.ocr_missing() else None
+
+    def ocr_missing(self) -> bool:
+        """Whether Tesseract is missing in this run (looked for once, on PATH)."""
+        if self._ocr_missing is None:
+            from localgpt_cli.rag.parse.ocr import missing
+
+            self._ocr_missing = missing() is not None
+        return self._ocr_missing
 
     def check_down(self) -> Iterator[Event]:
         """Warn once, when the embedding server is first found unreachable."""

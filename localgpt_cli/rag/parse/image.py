@@ -3,12 +3,15 @@
 An image is a document only when OCR may run: with `--ocr never`, or without Tesseract
 under `--ocr auto`, it is skipped as a binary file, as
 before OCR existed, the skip saying what to install; `--ocr always` makes that a failure.
-Each frame of a multi-page TIFF is a page, cited by its number.
+Each frame of a multi-page TIFF is a page, cited by its number. `picture_text` reads a
+picture's bytes the same way for a model that cannot see it (read_file, `chat --ocr`).
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+from typing import BinaryIO
 
 from localgpt_cli.errors import InvalidInput
 from localgpt_cli.rag.parse import ocr
@@ -43,8 +46,29 @@ def parse_image(path: Path, settings: ocr.OcrSettings | None) -> ParsedDocument:
                           warnings=failed[:5] + warnings)  # fmt: skip
 
 
-def _frames(path: Path, settings: ocr.OcrSettings) -> tuple[list[Section], list[str], list[str]]:
-    """Sections of the frames with text, low-confidence warnings, failed frames."""
+def picture_text(data: bytes, source: str, settings: ocr.OcrSettings) -> str:
+    """The text OCR reads in the picture `data` (each frame of a multi-page TIFF under a
+    page marker; empty when it holds none). InvalidInput: `ocr_unavailable` without
+    Tesseract (naming the package to install), `ocr_language`, `ocr_failed` when every
+    frame failed, and a picture Pillow cannot read."""
+    why = ocr.missing()
+    if why is not None:
+        raise InvalidInput(f"{source}: OCR cannot read its text here ({why})",
+                           code="ocr_unavailable")
+    ocr.check_languages(settings, source)
+    sections, _, failed = _frames(io.BytesIO(data), settings, source)
+    if not sections and failed:
+        raise InvalidInput(f"{source}: {failed[0]}", code="ocr_failed")
+    if len(sections) == 1 and sections[0].page == 1:
+        return sections[0].text
+    return "\n\n".join(f"--- page {s.page} ---\n{s.text}" for s in sections)
+
+
+def _frames(
+    path: Path | BinaryIO, settings: ocr.OcrSettings, where: object = None
+) -> tuple[list[Section], list[str], list[str]]:
+    """Sections of the frames with text, low-confidence warnings, failed frames (`where`:
+    what an error calls the picture, `path` by default)."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     sections: list[Section] = []
@@ -65,7 +89,7 @@ def _frames(path: Path, settings: ocr.OcrSettings) -> tuple[list[Section], list[
                     if page.confidence < ocr.CONFIDENCE_FLOOR:
                         warnings.append(low_confidence(number, page.confidence))
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
-        raise InvalidInput(f"{path}: unreadable image ({exc})") from exc
+        raise InvalidInput(f"{where or path}: unreadable image ({exc})") from exc
     return sections, warnings, failed
 
 

@@ -32,17 +32,19 @@ def wanted(pdf: PdfPages, texts: dict[int, str], settings: ocr.OcrSettings) -> l
     """The pages (1-based) OCR must read, by the settings' mode."""
     if settings.mode == "never":
         return []
+    every = range(1, pdf.count + 1)
     if settings.mode == "always":
-        return list(range(1, pdf.count + 1))
-    pages = []
-    for number in range(1, pdf.count + 1):
-        text = texts.get(number, "")
-        if is_sparse(text):
-            if _draws_picture(pdf, number):
-                pages.append(number)
-        elif is_garbled(text):
-            pages.append(number)
-    return pages
+        return list(every)
+    return [number for number in every if unusable(pdf, number, texts.get(number, ""))]
+
+
+def unusable(pdf: PdfPages, number: int, text: str) -> bool:
+    """Whether page `number`, whose text layer is `text`, must be read by OCR: almost no
+    text on a page that draws a picture, or a text layer that reads as noise (`chat
+    --pages` asks this of the pages it sends a model that cannot see)."""
+    if is_sparse(text):
+        return _draws_picture(pdf, number)
+    return is_garbled(text)
 
 
 def read_pages(
