@@ -153,6 +153,13 @@ def test_a_model_without_vision_is_refused_with_how_to_find_one(vision, tmp_path
     assert FIND in r.stderr
 
 
+def test_a_picture_given_as_a_text_file_names_the_flags_that_send_it(vision, tmp_path):
+    (tmp_path / "a.png").write_bytes(png())
+    r = invoke("chat", "-m", "eyes", "-f", str(tmp_path / "a.png"), "what is this?")
+    _refused(r, 6, "a.png is a picture, not a text file; nothing was sent.", vision)
+    assert f"--image {tmp_path / 'a.png'} --ocr" in r.stderr
+
+
 @pytest.mark.parametrize("name, data, says", [
     ("notes.png", b"just some text, named like a picture\n", "is not an image"),
     ("cut.png", png(300, 300)[:200], "cannot be read as an image"),

@@ -381,7 +381,14 @@ def stdin_text(app: App) -> str | Picture | None:
 def read_context_file(path: str) -> ContextFile:
     """A --file as text: PDFs, DOCX and HTML through the same parsers as ingest."""
     from localgpt_cli.kernel.grounding import ContextFile
+    from localgpt_cli.rag.filetypes import detect_type
     from localgpt_cli.rag.parse import parse_file
 
+    if (detect_type(Path(path)) or ("",))[0] == "image":  # a picture is not a text file
+        raise InvalidInput(
+            f"{path} is a picture, not a text file; nothing was sent.",
+            hint=f"Show it to a vision model with --image {path}, or send its text (OCR) "
+            f"with --image {path} --ocr.",
+        )
     doc = parse_file(Path(path))
     return ContextFile(path=path, text="\n\n".join(s.text for s in doc.sections))
