@@ -1,7 +1,8 @@
-"""OCR for a model that cannot see (issue 27): read_file on a picture, `chat -f scan.pdf
---pages` on a scanned page, and `chat --image X --ocr` (and a piped picture), through the
-CLI against the Ollama stand-in and the real Tesseract; each test checks the text that
-reached the wire, and the one line said when Tesseract is not installed.
+"""OCR for a model that cannot see (issue 27): read_file on a picture, `chat -f scan.pdf`
+(whole, or its `--pages`) on scanned pages, and `chat --image X --ocr` (and a piped
+picture), through the CLI against the Ollama stand-in and the real Tesseract; each test
+checks the text that reached the wire, and the one line said when Tesseract is not
+installed.
 
 Pages are small (a few lines at 200 dpi, tests/ocrpages.py), each read in well under a
 second.
@@ -90,11 +91,18 @@ def test_scanned_pdf_pages_reach_a_text_model_as_their_ocr_text(models, tmp_path
     assert r.exit_code == 0, r.stderr
     sent = json.dumps(models.chat_requests()[-1])
     assert "hosting company" in sent and "finance team" in sent and "vault" not in sent
+    # the whole file, as -f reads any file: every page read by OCR
+    r = invoke("chat", "-m", "blind", "--no-tools", "-f", str(pdf), "read it")
+    assert r.exit_code == 0, r.stderr
+    sent = json.dumps(models.chat_requests()[-1])
+    assert "finance team" in sent and "vault password" in sent
     _no_tesseract(monkeypatch)
     r = invoke("chat", "-m", "blind", "--no-tools", "-f", str(pdf), "--pages", "1-2", "read")
     _one_line(r, 6, "scan.pdf pages 1, 2 have no usable text layer", HINT,
               "nothing was sent")
-    assert len(models.chat_requests()) == 1
+    r = invoke("chat", "-m", "blind", "--no-tools", "-f", str(pdf), "read")
+    _one_line(r, 6, "scan.pdf: no extractable text in 2 page(s)", HINT)
+    assert len(models.chat_requests()) == 2
 
 
 def test_ocr_flag_sends_a_text_model_the_pictures_text(models, tmp_path, monkeypatch):

@@ -191,7 +191,7 @@ def open_chat(app: App, flags: ChatFlags) -> tuple[ChatTurns, TurnRequest | None
     options = parse_options(flags.options)
     structured = structured_spec(flags.schema, flags.schema_multi)
     paged = is_pdf if flags.pages else lambda path: False  # read by pdf_pages below
-    files = [read_context_file(p) for p in flags.files if not paged(p)]
+    files = [read_context_file(app, p) for p in flags.files if not paged(p)]
     text, piped, pictures = _question(app, flags, template, structured is not None)
     continuing = flags.continue_ or bool(flags.cid)
     store, conversation = _history(app, flags, continuing)
@@ -378,8 +378,10 @@ def stdin_text(app: App) -> str | Picture | None:
     return text if text.strip() else None
 
 
-def read_context_file(path: str) -> ContextFile:
-    """A --file as text: PDFs, DOCX and HTML through the same parsers as ingest."""
+def read_context_file(app: App, path: str) -> ContextFile:
+    """A --file as text: PDFs, DOCX and HTML through the same parsers as ingest, a PDF's
+    pages without a usable text layer read by OCR (`cli/ocr.py`'s settings for chat)."""
+    from localgpt_cli.cli.ocr import chat_ocr
     from localgpt_cli.kernel.grounding import ContextFile
     from localgpt_cli.rag.filetypes import detect_type
     from localgpt_cli.rag.parse import parse_file
@@ -390,5 +392,5 @@ def read_context_file(path: str) -> ContextFile:
             hint=f"Show it to a vision model with --image {path}, or send its text (OCR) "
             f"with --image {path} --ocr.",
         )
-    doc = parse_file(Path(path))
+    doc = parse_file(Path(path), ocr=chat_ocr(app))
     return ContextFile(path=path, text="\n\n".join(s.text for s in doc.sections))
