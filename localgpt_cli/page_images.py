@@ -1,9 +1,10 @@
 """PDF pages as pictures (`chat -f scan.pdf --pages 2-3` on a vision model) or as text
 (on another: a scanned page read by OCR), and the page ranges `--pages` takes.
 
-PDFium (pypdfium2, already what reads PDF text: pdf_text.py) renders each page; 150 dpi
-puts an A4 page at 1240x1754 pixels, under images.MAX_SIDE, so a page is sent as
-rendered, small print still legible. Imported only when a page is rendered.
+PDFium (pypdfium2, already what reads PDF text) renders each page through
+pdf_text.PdfPages.render, as for OCR; 150 dpi puts an A4 page at 1240x1754 pixels, under
+images.MAX_SIDE, so a page is sent as rendered, small print still legible. Imported only
+when a page is rendered.
 """
 
 from __future__ import annotations
@@ -59,25 +60,16 @@ def check_pages(path: Path, pages: list[int]) -> None:
 
 def page_pictures(path: Path, pages: list[int], dpi: int = DPI) -> list[Picture]:
     """Each page rendered at `dpi` and encoded as PNG."""
-    from pypdfium2 import PdfDocument, PdfiumError
-
-    check_pages(path, pages)  # opens it once through open_pdf: its errors are said there
+    check_pages(path, pages)
     out = []
-    document = PdfDocument(str(path))
-    try:
+    with _opened(path) as pdf:
         for number in pages:
             try:
-                page = document[number - 1]
-                try:
-                    image = page.render(scale=dpi / 72).to_pil()
-                finally:
-                    page.close()
-            except PdfiumError as exc:
+                image = pdf.render(number, dpi)
+            except PdfPageError as exc:
                 raise InvalidInput(f"{path} page {number} cannot be rendered ({exc}); "
                                    "nothing was sent.") from exc
             out.append(fitted(image, f"{path} page {number}", "image/png"))
-    finally:
-        document.close()
     return out
 
 

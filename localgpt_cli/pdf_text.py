@@ -1,5 +1,5 @@
 """PDF page text through PDFium (pypdfium2), for ingest and for the read_file tool; and
-pages drawn as images for OCR (rag/parse/ocr.py).
+pages drawn as images, for OCR (rag/parse/scanned.py) and `chat --pages` (page_images.py).
 
 Why PDFium: Chrome's PDF engine extracts the same text as pypdf about ten times faster
 (README, Performance: `python -m tests.bench.pdf`), which is most of an archive ingest.
@@ -71,17 +71,20 @@ class PdfPages:
         finally:
             page.close()
 
-    def render(self, number: int, dpi: int) -> Any:
-        """Page `number` drawn at `dpi` as a grey PIL image (needs Pillow), for OCR."""
+    def render(self, number: int, dpi: int, *, grey: bool = False) -> Any:
+        """Page `number` drawn at `dpi` as a PIL image (needs Pillow), in colour or grey:
+        what `chat --pages` sends a vision model (page_images.py) and what OCR reads
+        (rag/parse/scanned.py); PdfPageError when it cannot be drawn."""
         from pypdfium2 import PdfiumError
 
-        page = self._doc[number - 1]
         try:
-            return page.render(scale=dpi / 72, grayscale=True).to_pil()
+            page = self._doc[number - 1]
+            try:
+                return page.render(scale=dpi / 72, grayscale=grey).to_pil()
+            finally:
+                page.close()
         except PdfiumError as exc:
             raise PdfPageError(str(exc)) from exc
-        finally:
-            page.close()
 
     def title(self) -> str | None:
         """The document-information title; None when absent or unreadable."""

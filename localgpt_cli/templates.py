@@ -66,6 +66,12 @@ def template_path(name: str) -> Path:
     return templates_dir() / f"{name}.toml"
 
 
+def template_record(name: str) -> dict[str, str]:
+    """Template NAME as a record: what `templates list --json` prints for each template
+    and `chat --save NAME --json` for the one it wrote."""
+    return {"type": "template", "name": name, "path": str(template_path(name))}
+
+
 def names() -> list[str]:
     folder = templates_dir()
     return sorted(p.stem for p in folder.glob("*.toml")) if folder.is_dir() else []

@@ -365,3 +365,46 @@ def test_weights_of_an_unread_dtype_are_one_line(env: dict[str, str], folder: Pa
     assert "\n" not in line and "Traceback" not in line
     assert line.startswith(f"localgpt: error: {tmp_path / 'm8' / 'model.safetensors'}: tensor ")
     assert "is I8; the local embedder reads F32, F16, F64, BF16 weights." in line
+
+
+def _damaged_model(target: Path, damage: str) -> None:
+    """The packaged model's directory copied to `target` with its weights file damaged:
+    `json` a header that is not JSON, `length` a header length past the end of the file,
+    `truncated` the file cut short (its tensors' offsets past the end)."""
+    import shutil
+
+    from localgpt_cli.llm.local import model_dir
+
+    source = model_dir(MODEL)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("model.safetensors"))
+    with open(source / "model.safetensors", "rb") as fh:
+        size = int.from_bytes(fh.read(8), "little")
+        start = fh.read(size + 4096)
+    raw = {
+        "json": (9).to_bytes(8, "little") + b'{"bert.em' + start[size:],
+        "length": (1 << 40).to_bytes(8, "little") + start,
+        "truncated": size.to_bytes(8, "little") + start,
+    }[damage]
+    (target / "model.safetensors").write_bytes(raw)
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [("json", "its header is not a JSON object"),
+     ("length", f"its header needs {1 << 40} bytes"),
+     ("truncated", "embeddings.word_embeddings.weight lies at bytes ")],
+)  # fmt: skip
+def test_a_damaged_weights_file_is_one_line(
+    env: dict[str, str], folder: Path, tmp_path: Path, damage: str, said: str
+) -> None:
+    model = tmp_path / "damaged"
+    _damaged_model(model, damage)
+    r = localgpt(env, "ingest", str(folder), "-m", f"local:{model}")
+    assert r.exit_code == 6, r.stderr
+    assert r.stdout == ""
+    line = r.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith(f"localgpt: error: {model / 'model.safetensors'} is not a readable "
+                           "safetensors file: "), line
+    assert said in line
+    assert "download or copy the model's files again" in line

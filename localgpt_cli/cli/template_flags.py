@@ -61,7 +61,7 @@ def with_template(flags: ChatFlags) -> tuple[ChatFlags, Template | None]:
 def save_from_flags(app: App, flags: ChatFlags) -> None:
     """`chat --save NAME …`: the template these flags make, written; nothing is asked."""
     from localgpt_cli.llm.options import parse_options
-    from localgpt_cli.templates import save_template
+    from localgpt_cli.templates import save_template, template_record
 
     parse_options(flags.options)  # a bad -o is refused here, not when the template is used
     if flags.schema_multi:
@@ -72,6 +72,6 @@ def save_from_flags(app: App, flags: ChatFlags) -> None:
     values["options"] = dict(flags.options)
     path = save_template(flags.save or "", values)
     if app.output.json:
-        app.output.record({"type": "template", "name": flags.save, "path": str(path)})
+        app.output.record(template_record(flags.save or ""))
     else:
         app.output.info(f"Saved template {flags.save!r} to {path}.")

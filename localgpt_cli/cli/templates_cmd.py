@@ -38,12 +38,11 @@ def templates() -> None:
 @pass_app
 def list_templates(app: App) -> None:
     """List the templates, one per line (with --json: name and path records)."""
-    from localgpt_cli.templates import names, template_path
+    from localgpt_cli.templates import names, template_record
 
     for name in names():
         if app.output.json:
-            app.output.record({"type": "template", "name": name,
-                               "path": str(template_path(name))})
+            app.output.record(template_record(name))
         else:
             app.output.stdout.write(f"{name}\n")
 

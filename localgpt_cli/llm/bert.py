@@ -12,6 +12,8 @@ is loaded, so no command that does not embed locally pays for it.
 from __future__ import annotations
 
 import json
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,27 +128,75 @@ def load_weights(path: Path, layers: int) -> dict[str, Any]:
     The format is a little-endian u64 header length, a JSON header (name -> dtype, shape,
     byte offsets after the header), then the raw tensors."""
     with open(path, "rb") as fh:
-        size = int.from_bytes(fh.read(8), "little")
-        header = json.loads(fh.read(size))
+        header, data, available = _header(fh, path)
         names = {k.removeprefix("bert."): k for k in header if k != "__metadata__"}
 
         def get(name: str) -> Any:
-            meta = header[names[name]]
-            begin, end = meta["data_offsets"]
-            if meta["dtype"] not in _DTYPES:
+            if name not in names:
                 raise InvalidInput(
-                    f"{path}: tensor {names[name]} is {meta['dtype']}; the local embedder "
+                    f"{path} holds no tensor {name}: the local embedder runs BERT models.",
+                    hint="Use a sentence-transformers BERT model (all-MiniLM-L6-v2 and kin).",
+                )
+            meta = header[names[name]]
+            kind = meta.get("dtype") if isinstance(meta, dict) else None
+            if not isinstance(kind, str):
+                raise _damaged(path, f"tensor {names[name]} has no dtype")
+            if kind not in _DTYPES:
+                raise InvalidInput(
+                    f"{path}: tensor {names[name]} is {kind}; the local embedder "
                     f"reads {', '.join(_DTYPES)} weights.",
                     hint="Use the model's float32 or float16 safetensors file.",
                 )
-            dtype = np.dtype(_DTYPES[meta["dtype"]])
-            fh.seek(8 + size + begin)
-            raw = np.fromfile(fh, dtype=dtype, count=(end - begin) // dtype.itemsize)
-            if meta["dtype"] == "BF16":  # the top half of a float32
+            dtype = np.dtype(_DTYPES[kind])
+            begin, count, shape = _span(meta, dtype.itemsize, available, path, names[name])
+            fh.seek(data + begin)
+            raw = np.fromfile(fh, dtype=dtype, count=count)
+            if kind == "BF16":  # the top half of a float32
                 raw = (raw.astype(np.uint32) << 16).view(np.float32)
-            return raw.reshape(meta["shape"])
+            return raw.reshape(shape)
 
         return _arrange(get, layers)
+
+
+def _header(fh: Any, path: Path) -> tuple[dict[str, Any], int, int]:
+    """The JSON header of the safetensors file open as `fh`, where its tensors start and
+    how many bytes follow the header; one line (InvalidInput) for a damaged or truncated
+    file rather than a failure deep in the load."""
+    total = os.fstat(fh.fileno()).st_size
+    size = int.from_bytes(fh.read(8), "little")
+    if total < 8 or size > total - 8:
+        raise _damaged(path, f"its header needs {size} bytes, the file holds {max(total - 8, 0)}")
+    try:
+        header = json.loads(fh.read(size))
+    except ValueError:  # bad JSON or bad UTF-8
+        header = None
+    if not isinstance(header, dict):
+        raise _damaged(path, "its header is not a JSON object")
+    return header, 8 + size, total - 8 - size
+
+
+def _span(meta: dict[str, Any], itemsize: int, available: int, path: Path,
+          name: str) -> tuple[int, int, list[int]]:  # fmt: skip
+    """(first byte after the header, element count, shape) of one tensor, checked against
+    the bytes the file holds after its header (`available`)."""
+    try:
+        begin, end = (int(x) for x in meta["data_offsets"])
+        shape = [int(n) for n in meta["shape"]]
+    except (KeyError, TypeError, ValueError):
+        raise _damaged(path, f"tensor {name} has no valid offsets and shape") from None
+    count = math.prod(shape)
+    if not 0 <= begin <= end <= available or min(shape, default=0) < 0 \
+            or end - begin != count * itemsize:  # fmt: skip
+        raise _damaged(path, f"tensor {name} lies at bytes {begin}-{end} of the "
+                       f"{available} after the header, for shape {shape}")
+    return begin, count, shape
+
+
+def _damaged(path: Path, what: str) -> InvalidInput:
+    return InvalidInput(
+        f"{path} is not a readable safetensors file: {what}.",
+        hint="It is damaged or incomplete: download or copy the model's files again.",
+    )
 
 
 def _arrange(get: Any, layers: int) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 An HTTP client's read timeout bounds one socket read, not an answer: a server that sends
 an SSE comment (or an empty NDJSON chunk) every 3 s never trips a 5 s read timeout, and
 one that accepts the connection and never answers waits as long as the client does. So
-the answer is read on a worker thread and the caller waits on a queue with a clock that
+the answer is read on a worker thread (threads.py) and the caller waits with a clock that
 counts only tokens: `first` seconds to the first one (or to a whole reply, for requests
 that do not stream), then `idle` seconds from each token to the next. When the clock
 runs out the caller gets `Expired` at once; the worker, a daemon thread still blocked in
@@ -13,13 +13,11 @@ so no thread waits for ever either.
 
 from __future__ import annotations
 
-import queue
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
+from localgpt_cli import threads
 from localgpt_cli.errors import OllamaTimeout
 
 T = TypeVar("T")
@@ -68,59 +66,14 @@ class Expired(Exception):
                              hint="Raise --timeout (seconds to the first token).")
 
 
-_ITEM, _ERROR, _END = range(3)
-
-
-def _pump(items: Iterator[T], out: queue.SimpleQueue[tuple[int, object]],
-          gone: threading.Event) -> None:  # fmt: skip
-    """The worker: every item, then the end or the error, onto `out`."""
-    try:
-        for item in items:
-            out.put((_ITEM, item))
-            if gone.is_set():  # the caller stopped reading: stop the request too
-                break
-    except BaseException as exc:  # handed to the caller, who raises it as its own
-        out.put((_ERROR, exc))
-        return
-    finally:
-        close = getattr(items, "close", None)
-        if close is not None:
-            close()
-    out.put((_END, None))
-
-
 def paced(items: Iterator[T], limits: Limits, is_token: Callable[[T], bool]) -> Iterator[T]:
     """`items`, read on a worker thread, each passed on as it comes; `Expired` when no
     token (an item for which `is_token` holds) came within the limit. Items that are not
     tokens (keep-alives, role-only deltas) pass through but do not reset the clock."""
-    out: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
-    gone = threading.Event()
-    threading.Thread(target=_pump, args=(items, out, gone), daemon=True,
-                     name="localgpt-answer-reader").start()  # fmt: skip
-    since, last = time.monotonic(), None
-    try:
-        while True:
-            limit, since = (limits.first, since) if last is None else (limits.idle, last)
-            try:
-                kind, value = out.get(timeout=max(0.0, since + limit - time.monotonic()))
-            except queue.Empty:
-                raise Expired(last is not None, limit) from None
-            if kind == _END:
-                return
-            if kind == _ERROR:
-                assert isinstance(value, BaseException)
-                raise value
-            if is_token(value):  # type: ignore[arg-type]
-                last = time.monotonic()
-            yield value  # type: ignore[misc]
-    finally:
-        gone.set()
+    return threads.paced(items, limits.first, limits.idle, Expired, is_token=is_token,
+                         name="localgpt-answer-reader")  # fmt: skip
 
 
 def within(call: Callable[[], T], limits: Limits) -> T:
     """`call()`'s result, waited for at most `limits.first` seconds (a whole reply)."""
-    return next(paced(_once(call), limits, lambda _: True))
-
-
-def _once(call: Callable[[], T]) -> Iterator[T]:
-    yield call()
+    return threads.within(call, limits.first, Expired, "localgpt-answer-reader")

@@ -15,13 +15,14 @@ or two embeddings instead of the whole document, and a changed title re-embeds.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from localgpt_cli import threads
 from localgpt_cli.errors import LocalGPTError, OllamaUnreachable
 
 if TYPE_CHECKING:
@@ -169,7 +170,10 @@ class EmbedQueue:
             else:
                 while len(self._flight) >= self.concurrency:
                     out.extend(self._land())
-                self._flight.append((items, _on_thread(self._request, texts)))
+                # A daemon thread: a request to a server that hangs must not keep the
+                # process from exiting on Ctrl-C (an executor's threads are joined).
+                request = threads.start(partial(self._request, texts), "embed-request")
+                self._flight.append((items, request))
         while self._flight and (everything or self._flight[0][1].done()):
             out.extend(self._land())
         return out
@@ -224,17 +228,3 @@ class EmbedQueue:
             out.extend((ref, vector) for ref in refs)
         return out
 
-
-def _on_thread(fn: Callable[..., Any], *args: Any) -> Future[Any]:
-    """`fn(*args)` on a daemon thread: a request to a server that hangs must not keep
-    the process from exiting on Ctrl-C (an executor's threads are joined at exit)."""
-    future: Future[Any] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(fn(*args))
-        except BaseException as exc:  # handed to the waiting run, which raises it
-            future.set_exception(exc)
-
-    threading.Thread(target=run, daemon=True, name="embed-request").start()
-    return future

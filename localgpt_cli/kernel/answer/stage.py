@@ -16,9 +16,11 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from localgpt_cli import threads
 from localgpt_cli.errors import LocalGPTError
 from localgpt_cli.kernel.answer import schema as schemas
 from localgpt_cli.llm.provider import Cancellable, Provider
@@ -128,39 +130,30 @@ class ModelCaller:
         daemon thread so a stalled server costs this stage its answer, not the turn. A
         model in this process (Cancellable) is stopped at its next token and waited for:
         the next call must not run on it while this one still does."""
-        box: dict[str, Any] = {}
         stop = threading.Event()
         cancellable = isinstance(self.client, Cancellable)
 
-        def call() -> None:
+        def call() -> str:
             if isinstance(self.client, Cancellable):
                 self.client.cancel_on(stop)
-            try:
-                reply = self.client.chat(
-                    self.model, messages, think=False if self.can_think else None,
-                    options={"temperature": 0, "num_predict": cap}, format=schema,
-                )  # fmt: skip
-                box["content"] = reply.message.content or ""
-            except LocalGPTError as exc:
-                box["error"] = exc
-            except Exception as exc:  # a bug: re-raised below, on the turn's thread
-                box["bug"] = exc
+            reply = self.client.chat(
+                self.model, messages, think=False if self.can_think else None,
+                options={"temperature": 0, "num_predict": cap}, format=schema,
+            )  # fmt: skip
+            return reply.message.content or ""
 
-        worker = threading.Thread(target=call, name="localgpt-stage", daemon=True)
         start = time.perf_counter()
-        worker.start()
-        worker.join(self.timeout)
-        if worker.is_alive():
+        answer = threads.start(call, "localgpt-stage")
+        if not wait([answer], timeout=self.timeout).done:
             waited = time.perf_counter() - start
             if cancellable:
                 stop.set()
-                worker.join()
+                wait([answer])
             raise StageFallback("timeout", f"no answer in {waited:.1f} s")
-        if "bug" in box:
-            raise box["bug"]
-        if "error" in box:
-            raise StageFallback("model_error", str(box["error"]))
-        return str(box.get("content", ""))
+        try:
+            return str(answer.result())  # a bug (not a LocalGPTError) is raised here
+        except LocalGPTError as exc:
+            raise StageFallback("model_error", str(exc)) from None
 
 
 def passages_text(kept: Sequence[dict[str, Any]], limit: int = 1200) -> str:

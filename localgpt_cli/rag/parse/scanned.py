@@ -63,7 +63,7 @@ def read_pages(
     failed: list[str] = []
     for number in pages:
         try:
-            page = ocr.read_page(pdf.render(number, settings.dpi), settings)
+            page = ocr.read_page(pdf.render(number, settings.dpi, grey=True), settings)
         except (ocr.OcrPageError, PdfPageError) as exc:
             failed.append(f"page {number}: OCR failed ({exc})")
             continue

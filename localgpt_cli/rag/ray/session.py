@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from localgpt_cli import threads
 from localgpt_cli.errors import ClusterUnreachable, InvalidInput
 
 CONNECT_SECONDS = 60.0
@@ -67,7 +67,7 @@ def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[
         "configure_logging": True,
     }
     if address:
-        _bounded(lambda: ray.init(**options), deadline, where)
+        _joined(lambda: ray.init(**options), deadline, where)
     else:
         # Started on this thread: Ray's processes die with the thread that started them;
         # "local": a new instance even when a cluster runs on this machine.
@@ -121,61 +121,47 @@ def _refused(address: str) -> None:
         ) from None
 
 
-def _bounded(call: Callable[[], T], seconds: float, where: str) -> T:
-    """`call()`, or ClusterUnreachable if it has not returned within `seconds`."""
-    outcome: queue.Queue[tuple[bool, Any]] = queue.Queue()
+def _joined(call: Callable[[], T], seconds: float, where: str) -> T:
+    """`call()` (joining the cluster), or ClusterUnreachable if it has not returned within
+    `seconds` or could not connect."""
 
-    def work() -> None:
-        try:
-            outcome.put((True, call()))
-        except BaseException as exc:  # handed to the caller's thread
-            outcome.put((False, exc))
-
-    threading.Thread(target=work, name="ray-connect", daemon=True).start()
-    try:
-        ok, value = outcome.get(timeout=seconds)
-    except queue.Empty:
+    def late(_started: bool, limit: float) -> ClusterUnreachable:
         _hung.set()
-        raise ClusterUnreachable(
-            f"The Ray cluster at {where} did not answer within {seconds:.0f} s.",
+        return ClusterUnreachable(
+            f"The Ray cluster at {where} did not answer within {limit:.0f} s.",
             hint="Check that it runs (ray status) and that this machine can reach it.",
-        ) from None
-    if not ok:
-        if isinstance(value, (ConnectionError, TimeoutError)) or "connect" in str(value):
+        )
+
+    try:
+        return threads.within(call, seconds, late, "ray-connect")
+    except ClusterUnreachable:
+        raise
+    except Exception as exc:
+        if isinstance(exc, (ConnectionError, TimeoutError)) or "connect" in str(exc):
             raise ClusterUnreachable(
-                f"Cannot join the Ray cluster at {where}: {str(value).splitlines()[0]}",
+                f"Cannot join the Ray cluster at {where}: {_first_line(exc)}",
                 hint="Check that it runs (ray status) and --address.",
-            ) from value
-        raise value
-    return value
+            ) from exc
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of what `exc` says, or its kind when it says nothing."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def stream(items: Iterable[T], idle: float, where: str) -> Iterator[T]:
-    """`items`, each of which must arrive within `idle` seconds of the one before (a
-    stopped cluster answers nothing): ClusterUnreachable, and what was committed is kept."""
-    handoff: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
+    """`items`, each of which must arrive within `idle` seconds of asking for it (a
+    stopped cluster answers nothing): ClusterUnreachable, and what was committed is kept.
+    At most two blocks wait for the driver, so a slow commit holds no more in memory."""
 
-    def pump() -> None:
-        try:
-            for item in items:
-                handoff.put(("item", item))
-            handoff.put(("end", None))
-        except BaseException as exc:  # handed to the caller's thread
-            handoff.put(("error", exc))
+    def late(_started: bool, limit: float) -> ClusterUnreachable:
+        _hung.set()
+        return ClusterUnreachable(
+            f"The Ray cluster at {where} sent nothing for {limit:.0f} s.",
+            hint="What was committed is kept; run again once the cluster answers "
+            "(ray status), or raise --ray-timeout.",
+        )
 
-    threading.Thread(target=pump, name="ray-results", daemon=True).start()
-    while True:
-        try:
-            kind, value = handoff.get(timeout=idle)
-        except queue.Empty:
-            _hung.set()
-            raise ClusterUnreachable(
-                f"The Ray cluster at {where} sent nothing for {idle:.0f} s.",
-                hint="What was committed is kept; run again once the cluster answers "
-                "(ray status), or raise --ray-timeout.",
-            ) from None
-        if kind == "end":
-            return
-        if kind == "error":
-            raise value
-        yield value
+    return threads.paced(items, idle, idle, late, name="ray-results", ahead=2)

@@ -3,20 +3,20 @@
 The request deadlines (remote.py) bound each HTTP request, but one LanceDB call makes
 several requests and retries some of them itself: against a stopped S3 server,
 `lancedb.connect` took 123 s to fail and `LanceTable.add` 40 s, with 10 s per request.
-So on an object store each call runs on a worker thread and is abandoned when it has
-not returned within CALL_DEADLINE_SECONDS: the command says the store is not responding
-and exits, and the abandoned call ends with the process (its thread is a daemon, and
-LanceDB's own event loop too). Index builds are exempt: they are long by nature (k-means
+So on an object store each call runs on a worker thread (threads.py) and is abandoned
+when it has not returned within CALL_DEADLINE_SECONDS: the command says the store is not
+responding and exits, and the abandoned call ends with the process (its thread is a
+daemon, and LanceDB's own event loop too). Index builds are exempt: they are long by nature (k-means
 over every vector) and their requests are bounded all the same.
 """
 
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from localgpt_cli import threads
 from localgpt_cli.errors import LocalGPTError, StoreUnreachable
 from localgpt_cli.rag.store import remote
 
@@ -29,29 +29,19 @@ T = TypeVar("T")
 
 def within(call: Callable[[], T], uri: str, seconds: float = CALL_DEADLINE_SECONDS) -> T:
     """`call()`, or StoreUnreachable naming `uri` if it has not returned in `seconds`."""
-    outcome: list[Any] = []
-    done = threading.Event()
 
-    def work() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome.append((False, exc))
-        done.set()
-
-    threading.Thread(target=work, name="store-call", daemon=True).start()
-    if not done.wait(seconds):
-        raise StoreUnreachable(
-            f"{uri} is not responding (a request was not answered within {seconds:.0f} s).",
+    def late(_started: bool, limit: float) -> StoreUnreachable:
+        return StoreUnreachable(
+            f"{uri} is not responding (a request was not answered within {limit:.0f} s).",
             hint="What was committed is kept; run again once the object store answers.",
         )
-    ok, value = outcome[0]
-    if not ok:
-        failed = isinstance(value, Exception) and not isinstance(value, LocalGPTError)
-        if failed and remote.is_store_failure(value):
-            raise remote.store_error(value, uri) from value  # one line, for every command
-        raise value
-    return value
+
+    try:
+        return threads.within(call, seconds, late, "store-call")
+    except Exception as exc:
+        if not isinstance(exc, LocalGPTError) and remote.is_store_failure(exc):
+            raise remote.store_error(exc, uri) from exc  # one line, for every command
+        raise
 
 
 class Deadlined:
