@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -258,7 +258,7 @@ class Manifest:
 
     def put(self, entry: Entry) -> None:
         self.entries[entry.path] = entry
-        self._note({"op": "put", **asdict(entry)})
+        self._note({"op": "put", **vars(entry)})  # its fields are flat: no asdict's deep copy
 
     def remove(self, path: str) -> None:
         if self.entries.pop(path, None) is not None:
@@ -294,7 +294,7 @@ class Manifest:
         """Write every entry, one line each, replacing what the file held."""
         import orjson
 
-        lines = [orjson.dumps({"op": "put", **asdict(e)}) + b"\n" for e in self.entries.values()]
+        lines = [orjson.dumps({"op": "put", **vars(e)}) + b"\n" for e in self.entries.values()]
         self.file.replace(self._header() + b"".join(lines))
         self._lines = len(self.entries)
         self._journal.clear()

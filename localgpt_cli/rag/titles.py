@@ -64,9 +64,20 @@ def embed_body(title: str | None, text: str) -> str:
     """What is embedded for a chunk (before the model's prefix): the title, a blank line and
     the chunk text; the text alone when there is no title or the chunk already opens with it
     (a document's first chunk), so the title is never said twice."""
-    if not title or _opens_with(text, title):
-        return text
+    return with_title(title, text) if titled(title, text) else text
+
+
+def with_title(title: str | None, text: str) -> str:
+    """The title above the chunk's text, as `embed_body` puts it (where `titled`)."""
     return f"{title}{TITLE_SEPARATOR}{text}"
+
+
+def titled(title: str | None, text: str) -> bool:
+    """Whether `embed_body` puts the title above this chunk's text: ingest's workers say
+    so for each chunk, so that the ingest process builds an input only when it sends one."""
+    if not title:
+        return False
+    return not _opens_with(text, title)
 
 
 def _opens_with(text: str, title: str) -> bool:
