@@ -27,6 +27,8 @@ from localgpt_cli.rag.parse.headings import HEADING_SEPARATOR
 from localgpt_cli.rag.types import ParsedDocument
 
 MAX_TITLE_CHARS = 120
+# What `str.splitlines` splits at.
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Between the title and the chunk: a blank line, as a title sits above its text. BERT-style
 # tokenizers read any whitespace run the same, so this costs no token over a single newline.
 TITLE_SEPARATOR = "\n\n"
@@ -88,10 +90,12 @@ def _opens_with(text: str, title: str) -> bool:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-blank line, stripped: found without splitting the whole chunk into
+    lines (done for every chunk of every file). Every line break `str.splitlines` knows is
+    whitespace, so the first line of the text stripped on the left is that line."""
+    text = text.lstrip()
+    found = _LINE_BREAK.search(text)
+    return (text[: found.start()] if found else text).rstrip()
 
 
 def _clip(text: str) -> str:
