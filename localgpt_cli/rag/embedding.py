@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -51,12 +51,6 @@ def base_name(model: str) -> str:
 def prefixes(model: str) -> tuple[str, str]:
     """(document prefix, query prefix) for `model`; none for models not in the table."""
     return PREFIXES.get(base_name(model), ("", ""))
-
-
-def document_input(model: str, text: str) -> tuple[str, bool]:
-    """What is sent to embed a stored chunk (`text` is its `embed_body`: title and chunk
-    text), and whether it had to be truncated."""
-    return _limit(prefixes(model)[0] + text)
 
 
 def query_input(model: str, text: str) -> tuple[str, bool]:
@@ -119,6 +113,9 @@ class EmbedQueue:
         self.embedded = 0
         self._known: set[str] | None = None
         self._queue: dict[str, tuple[str, list[Any]]] = {}  # hash -> (input, refs)
+        self._prefix = prefixes(model)[0]  # what is sent: the prefix, then the text
+        # Called before the cache reads the collection (ingest: a commit may be in flight).
+        self.before_lookup: Callable[[], None] = _nothing
 
     def remember(self, hashes: Iterable[str]) -> None:
         """Texts just stored with vectors: later chunks may reuse them."""
@@ -137,10 +134,14 @@ class EmbedQueue:
         if self.collection is None:
             return {}
         if self._known is None:
+            self.before_lookup()
             self._known = self.collection.embedded_hashes()
+        if not self._known:  # a new collection: nothing to reuse yet
+            return {}
         wanted = [h for h in set(hashes) if h in self._known]
         if not wanted:
             return {}
+        self.before_lookup()
         found = self.collection.lookup_vectors(wanted)
         return {h: np.asarray(v, dtype=np.float32) for h, v in found.items()}
 
@@ -151,14 +152,21 @@ class EmbedQueue:
         if queued is not None:
             queued[1].append(ref)
             return False
-        sent, cut = document_input(self.model, text)
+        sent, cut = _limit(self._prefix + text)
         self._queue[text_hash] = (sent, [ref])
         return cut
+
+    def cuts(self, length: int) -> bool:
+        """Whether an input of `length` characters is cut to the embed limit when sent
+        with the model's document prefix, told without building it."""
+        return len(self._prefix) + length > MAX_EMBED_CHARS
 
     def drain(self, everything: bool = False) -> list[tuple[Any, Any]]:
         """Send full batches (and the rest too if `everything`); (ref, vector or None)
         of the requests that have come back (all of them if `everything`)."""
         out: list[tuple[Any, Any]] = []
+        # Once the server is down nothing is sent: what waits comes back at once, None.
+        everything = everything or self.down is not None
         while self._queue and (everything or len(self._queue) >= self.batch_size):
             keys = list(itertools.islice(self._queue, self.batch_size))
             items = [self._queue.pop(k) for k in keys]
@@ -228,3 +236,7 @@ class EmbedQueue:
             out.extend((ref, vector) for ref in refs)
         return out
 
+
+
+def _nothing() -> None:
+    """No one to wait for before a cache lookup."""

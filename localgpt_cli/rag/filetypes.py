@@ -118,8 +118,10 @@ def looks_binary(head: bytes) -> bool:
     return b"\0" in head[:SNIFF_BYTES]
 
 
-def is_binary(path: Path) -> bool:
-    """True if the walker should skip this file without parsing it.
+def is_binary(path: Path, head: bytes | None = None) -> bool:
+    """True if the walker should skip this file without parsing it; `head` is its first
+    SNIFF_BYTES bytes if the caller has read them (ingest reads a new file once, to hash
+    and sniff it).
 
     PDF, DOCX and images are binary containers we do parse (images by OCR, or skipped
     by the parser when OCR is off), so they are never "binary" here. A
@@ -131,9 +133,10 @@ def is_binary(path: Path) -> bool:
         return True
     if kind[0] in ("pdf", "docx", "image"):
         return False
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-    except OSError:
-        return False
+    if head is None:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(SNIFF_BYTES)
+        except OSError:
+            return False
     return looks_binary(head)

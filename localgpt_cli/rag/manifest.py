@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -320,7 +320,7 @@ class Manifest:
 def _put(entry: Entry) -> dict[str, Any]:
     """An entry's journal line; `skip` only when set, so the lines of every other entry
     are what versions before it wrote (and an older version ignores the field)."""
-    line = {"op": "put", **asdict(entry)}
+    line = {"op": "put", **vars(entry)}  # its fields are flat: no asdict's deep copy
     if line["skip"] is None:
         del line["skip"]
     return line

@@ -27,6 +27,8 @@ from localgpt_cli.rag.parse.headings import HEADING_SEPARATOR
 from localgpt_cli.rag.types import ParsedDocument
 
 MAX_TITLE_CHARS = 120
+# What `str.splitlines` splits at.
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Between the title and the chunk: a blank line, as a title sits above its text. BERT-style
 # tokenizers read any whitespace run the same, so this costs no token over a single newline.
 TITLE_SEPARATOR = "\n\n"
@@ -64,9 +66,20 @@ def embed_body(title: str | None, text: str) -> str:
     """What is embedded for a chunk (before the model's prefix): the title, a blank line and
     the chunk text; the text alone when there is no title or the chunk already opens with it
     (a document's first chunk), so the title is never said twice."""
-    if not title or _opens_with(text, title):
-        return text
+    return with_title(title, text) if titled(title, text) else text
+
+
+def with_title(title: str | None, text: str) -> str:
+    """The title above the chunk's text, as `embed_body` puts it (where `titled`)."""
     return f"{title}{TITLE_SEPARATOR}{text}"
+
+
+def titled(title: str | None, text: str) -> bool:
+    """Whether `embed_body` puts the title above this chunk's text: ingest's workers say
+    so for each chunk, so that the ingest process builds an input only when it sends one."""
+    if not title:
+        return False
+    return not _opens_with(text, title)
 
 
 def _opens_with(text: str, title: str) -> bool:
@@ -77,10 +90,12 @@ def _opens_with(text: str, title: str) -> bool:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-blank line, stripped: found without splitting the whole chunk into
+    lines (done for every chunk of every file). Every line break `str.splitlines` knows is
+    whitespace, so the first line of the text stripped on the left is that line."""
+    text = text.lstrip()
+    found = _LINE_BREAK.search(text)
+    return (text[: found.start()] if found else text).rstrip()
 
 
 def _clip(text: str) -> str:

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.rag import manifest as mf
-from localgpt_cli.rag.ingest.parsing import Parsed, parse_chunk
+from localgpt_cli.rag.ingest.parsing import Parsed, Rows, parse_chunk
 from localgpt_cli.rag.ingest.summary import Event, elapsed_ms
 from localgpt_cli.rag.walk import FoundFile
 
 if TYPE_CHECKING:
     from localgpt_cli.rag.ingest.state import RunState
-    from localgpt_cli.rag.types import Chunk
 
 # Statuses of a file that is (or would be) in the collection: their event says how many
 # chunks it has (None in a dry run, which does not cut the file). A file that failed or
@@ -91,15 +90,13 @@ class Work:
 class Prepared:
     """A processed document waiting for its embeddings and its commit."""
 
-    def __init__(
-        self, document_id: str, path: str, status: str, chunks: list[Chunk], hashes: list[str]
-    ) -> None:
+    def __init__(self, document_id: str, path: str, status: str, rows: Rows) -> None:
         self.document_id = document_id
         self.path = path
         self.status = status
-        self.chunks = chunks
-        self.hashes = hashes
-        self.vectors: list[Any] = [None] * len(chunks)
+        self.rows = rows
+        self.chunks = len(rows)
+        self.vectors: list[Any] = [None] * self.chunks
         self.waiting = 0  # chunks whose vector is still queued
         self.stored = False  # rows of this document are in the table (merge, not append)
         self.entry: mf.Entry | None = None
@@ -119,7 +116,7 @@ class Prepared:
             self.status,
             self.path,
             self.document_id,
-            chunks=len(self.chunks),
+            chunks=self.chunks,
             code=self.code,
             message=self.message,
             reused=self.reused,
@@ -157,11 +154,11 @@ def read_document(
     if parsed.code is not None or parsed.doc is None:
         yield failed_event(state, item, str(parsed.code), str(parsed.message), start)
         return
-    if not parsed.chunks:  # an empty file is not a document: nothing to find, nothing to list
+    if not parsed.rows:  # an empty file is not a document: nothing to find, nothing to list
         message = f"{f.path}: no text (empty file); skipped"
         yield from _skip(state, item, doc_id, parsed.doc.type, "empty", message, start)
         return
-    doc = Prepared(doc_id, f.path, status, parsed.chunks, [])
+    doc = Prepared(doc_id, f.path, status, parsed.rows)
     yield from _prepare(state, item, doc, parsed, start)
 
 
@@ -169,26 +166,18 @@ def _prepare(
     state: RunState, item: Work, doc: Prepared, got: Parsed, start: float
 ) -> Iterator[Event | Prepared]:
     """Queue for embedding the chunks (titled) whose input the cache lacks."""
-    from localgpt_cli.rag.store import text_hash
-    from localgpt_cli.rag.titles import embed_body
-
     f, chunks, parsed = item.found, doc.chunks, got.doc
     assert parsed is not None
-    # Each chunk's embedding input, made once: hashed as its cache key, and sent if needed.
-    bodies = [embed_body(got.title, c.text) for c in chunks]
-    doc.hashes = [text_hash(body) for body in bodies]
-    if item.stored is not None and item.stored[1] == doc.hashes and not state.opts.force:
+    if item.stored is not None and item.stored[1] == doc.rows.hashes and not state.opts.force:
         # The rows stored for this path are what this run would write: only the
         # manifest entry was missing, and it is all that is written.
         state.summary.unchanged += 1
-        state.manifest.put(
-            state.entry(f, item.sha256, doc.document_id, parsed.type, len(chunks), mf.OK)
-        )
+        state.manifest.put(state.entry(f, item.sha256, doc.document_id, parsed.type, chunks, mf.OK))
         yield {"type": "progress", "files": 1, "chunks": 0}
         return
     for note in parsed.warnings:
         yield {"type": "warning", "code": "parse_warning", "message": f"{f.path}: {note}"}
-    truncated = _queue_inputs(state, doc, bodies)
+    truncated, doc.reused = _queue_inputs(state, doc, got.title)
     if truncated:
         yield {
             "type": "warning",
@@ -197,27 +186,44 @@ def _prepare(
             "cut for embedding (the stored text is whole); lower --chunk-size to avoid it.",
         }
     doc.stored = state.table_has(doc.document_id)
-    doc.entry = state.entry(f, item.sha256, doc.document_id, parsed.type, len(chunks), mf.OK)
-    doc.reused, doc.ms = len(chunks) - doc.waiting, elapsed_ms(start)
-    state.summary.reused += len(chunks) - doc.waiting
-    state.summary.chunks += len(chunks)
+    doc.entry = state.entry(f, item.sha256, doc.document_id, parsed.type, chunks, mf.OK)
+    doc.ms = elapsed_ms(start)
+    state.summary.reused += doc.reused
+    state.summary.chunks += chunks
     state.summary.bytes += f.size
-    yield {"type": "progress", "files": 1, "chunks": len(chunks)}
+    yield {"type": "progress", "files": 1, "chunks": chunks}
     yield doc
 
 
-def _queue_inputs(state: RunState, doc: Prepared, bodies: list[str]) -> int:
-    """Take the vectors the cache has for `doc`, queue the other inputs; how many of
-    those had to be cut to the embed limit."""
-    cached = state.queue.cached(doc.hashes)
+def _queue_inputs(state: RunState, doc: Prepared, title: str | None) -> tuple[int, int]:
+    """Take the vectors the cache has for `doc`, queue the other inputs: how many of
+    those had to be cut to the embed limit, and how many the cache had.
+
+    Once the server is found unreachable nothing is queued: the chunks the cache lacks
+    are stored without a vector (and those cut are counted the same way)."""
+    rows, queue = doc.rows, state.queue
+    hashes = rows.hashes
+    cached = queue.cached(hashes)
+    if queue.down is not None:
+        reused = 0
+        for i, h in enumerate(hashes):
+            if h in cached:
+                doc.vectors[i], reused = cached[h], reused + 1
+        if not queue.cuts(rows.longest):
+            return 0, reused
+        cut = set()
+        for i, h in enumerate(hashes):
+            if h not in cached and queue.cuts(len(rows.body(i, title))):
+                cut.add(h)  # a text queued twice would have been sent (and cut) once
+        return len(cut), reused
     truncated = 0
-    for i, (body, h) in enumerate(zip(bodies, doc.hashes, strict=True)):
+    for i, h in enumerate(hashes):
         if h in cached:
             doc.vectors[i] = cached[h]
         else:
             doc.waiting += 1
-            truncated += state.queue.put(body, h, (doc, i))
-    return truncated
+            truncated += queue.put(rows.body(i, title), h, (doc, i))
+    return truncated, doc.chunks - doc.waiting
 
 
 def _skip(
@@ -238,7 +244,7 @@ def _skip(
         yield skipped_event(state, f.path, code, message)
         return
     state.summary.skipped += 1  # and counted as removed when its event is yielded
-    gone = Prepared(doc_id, f.path, "removed", [], [])
+    gone = Prepared(doc_id, f.path, "removed", Rows())
     gone.stored, gone.entry = True, skipped
     gone.code, gone.message, gone.ms = code, message, elapsed_ms(start)
     yield gone

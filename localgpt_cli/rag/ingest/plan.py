@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from localgpt_cli.rag import manifest as mf
+from localgpt_cli.rag.filetypes import SNIFF_BYTES
 from localgpt_cli.rag.ingest.document import Work, document_event, skipped_event
 from localgpt_cli.rag.ingest.options import path_options_key
 from localgpt_cli.rag.ingest.summary import Event, elapsed_ms
@@ -59,17 +60,21 @@ def found_files(state: RunState) -> tuple[list[FoundFile], list[Event]]:
     return walked.files, events
 
 
-def file_sha256(path: str, limit: int) -> str:
+def file_sha256(path: str, limit: int) -> tuple[str, bytes]:
     """The sha256 of the file's first `limit + 1` bytes: all of it when it is within the
     size limit; a file that grew past the limit fails as too large when parsed, so
-    hashing the rest (a log growing while read) would only make the run never end."""
+    hashing the rest (a log growing while read) would only make the run never end.
+    And its first bytes, which tell whether it is binary: one open and read for both."""
     h = hashlib.sha256()
-    left = limit + 1
     with open(path, "rb") as fh:
+        block = fh.read(max(SNIFF_BYTES, min(HASH_BLOCK, limit + 1)))
+        head = block[:SNIFF_BYTES]
+        h.update(block[: limit + 1])
+        left = limit + 1 - len(block)
         while left > 0 and (block := fh.read(min(HASH_BLOCK, left))):
             h.update(block)
             left -= len(block)
-    return h.hexdigest()
+    return h.hexdigest(), head
 
 
 def classify(state: RunState, files: list[FoundFile]) -> Plan:
@@ -144,7 +149,7 @@ def _decide(
 
     opts, manifest = state.opts, state.manifest
     try:
-        sha = file_sha256(f.path, opts.max_file_size)
+        sha, head = file_sha256(f.path, opts.max_file_size)
     except OSError:
         plan.work.append(Work(f, "", entry))  # processing reports it as failed
         return
@@ -163,7 +168,7 @@ def _decide(
         if not opts.dry_run:
             manifest.put(restat(entry, f))
         return
-    if entry is None and is_binary(Path(f.path)):
+    if entry is None and is_binary(Path(f.path), head):
         plan.sniffed.append(f)
         if not opts.dry_run:
             kind = detect_type(Path(f.path))

@@ -43,7 +43,7 @@ def prepare(coll: Collection, dim: int | None) -> Target:
     schema-only commit if missing), and say where they go."""
     if dim is not None:
         coll._ensure_vector_column(dim)
-    coll._ensure_title_column(())
+    coll._ensure_title_column({})
     coll._ensure_ocr_column()
     dataset = _dataset(coll)
     return Target(

@@ -44,7 +44,7 @@ class Writes(CollectionTable):
                 hint=f"Re-index it: localgpt ingest --force -C {self.name} PATH...",
             )
 
-    def _ensure_title_column(self, chunks: Sequence[Chunk]) -> None:
+    def _ensure_title_column(self, columns: dict[str, list[Any]]) -> None:
         """Tables made before titles lack the column: add it (all null, a schema-only
         commit). Their rows keep their vectors, keyed by the bare text; the next ingest
         re-embeds each chunk once, with its title (the manifest's options mark changed).
@@ -55,7 +55,7 @@ class Writes(CollectionTable):
         if "title" not in self.schema.names:
             self.table.add_columns(pa.field("title", pa.string()))
             self._changed()
-        if any(c.ocr_confidence is not None for c in chunks):
+        if any(c is not None for c in columns.get("ocr_confidence", ())):
             self._ensure_ocr_column()
 
     def _ensure_ocr_column(self) -> None:
@@ -66,29 +66,24 @@ class Writes(CollectionTable):
             self.table.add_columns(pa.field("ocr_confidence", pa.float32()))
             self._changed()
 
-    def _rows_table(
-        self,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Any] | None,
-        hashes: Sequence[str] | None = None,
-    ) -> pa.Table:
+    def _rows_table(self, columns: dict[str, list[Any]], vectors: Sequence[Any] | None) -> pa.Table:
         import numpy as np
         import pyarrow as pa
 
-        if vectors is not None and len(vectors) != len(chunks):
+        rows = len(columns["chunk_id"])
+        if vectors is not None and len(vectors) != rows:
             raise ValueError("one vector (or None) per chunk")
         dims = {len(v) for v in (vectors if vectors is not None else ()) if v is not None}
         if len(dims) > 1:
             raise InvalidInput(f"Vectors of different dimensions {sorted(dims)} in one batch.")
         if dims:
             self._ensure_vector_column(dims.pop())
-        self._ensure_title_column(chunks)
+        self._ensure_title_column(columns)
         schema = row_schema(self.dim if "vector" in self.schema.names else None)
-        columns = chunk_columns(chunks, hashes)
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
         if "vector" in schema.names:
             if vectors is None:
-                vectors = [None] * len(chunks)
+                vectors = [None] * rows
             arrays.append(vector_array(np, pa, vectors, self.dim or 0))
         # In the table's column order (a table from before `title` has it last), and only
         # the columns it has (one from before OCR has no `ocr_confidence`).
@@ -101,29 +96,39 @@ class Writes(CollectionTable):
         vectors: Sequence[Any] | None,
         *,
         append: bool,
-        hashes: Sequence[str] | None = None,
     ) -> None:
-        """Make `chunks` the rows of all of `document_ids`, in one commit.
+        """Make `chunks` the rows of all of `document_ids`, in one commit (`write_rows`)."""
+        self.write_rows(document_ids, chunk_columns(chunks), vectors, append=append)
 
-        `vectors[i]` is the embedding of `chunks[i]`, or None when it is not known yet
+    def write_rows(
+        self,
+        document_ids: Sequence[str],
+        columns: dict[str, list[Any]],
+        vectors: Sequence[Any] | None,
+        *,
+        append: bool,
+    ) -> None:
+        """Make the rows in `columns` (`rows.chunk_columns`: one list per column) the rows
+        of all of `document_ids`, in one commit. Ingest hands its chunks over as columns,
+        as its worker processes made them: no `Chunk` object per row on the way.
+
+        `vectors[i]` is the embedding of row i, or None when it is not known yet
         (Ollama down): the row is stored without one and `pending()` lists it. Rows of the
-        documents that are not in `chunks` any more (a document got shorter) are deleted
+        documents that are not in `columns` any more (a document got shorter) are deleted
         by the same commit.
 
         Ingest groups small documents into one commit because each commit costs tens of
         milliseconds (a per-file commit dominated a run over many small files); the group
         is still atomic, so a crash leaves each document old or new. With `append` the
         caller knows none of the documents is stored, so a plain append replaces the
-        merge's join over the whole table. A document with no chunks is deleted.
-        `hashes[i]`, when given, is `embed_hash(chunks[i])` as the caller already computed
-        it (ingest hashes every chunk's embedding input once, to look up its cache).
+        merge's join over the whole table. A document with no rows is deleted.
         """
         ids = sorted(set(document_ids))
-        if not chunks:
+        if not columns or not columns["chunk_id"]:
             self.delete_documents(ids)
             return
         self._mark_if_missing(vectors)
-        data = self._rows_table(chunks, vectors, hashes)
+        data = self._rows_table(columns, vectors)
         if append:
             self.table.add(data, on_bad_vectors="null")
         else:
