@@ -35,9 +35,15 @@ LANCE_BUFFERS = {
     "LANCE_SHUFFLE_BATCH_BYTES": 4 << 20,
     # Lance reads ahead of a scan up to this many bytes (default 2 GiB). The index build
     # scans every vector and consumes them slower than a local disk delivers them, so the
-    # read-ahead filled up for the whole shuffle: +395 MB by default, +298 MB at 64 MiB,
-    # and the build took 238 s instead of 437 s (a loaded machine).
+    # read-ahead filled for the whole shuffle: ~390 MB above the process by default, ~195 MB
+    # at 64 MiB (~150 MB at 16 MiB, no lower peak), and the build took 238 s, not 437 s.
     "LANCE_DEFAULT_IO_BUFFER_SIZE": 64 << 20,
+    # With the shuffle's partition offsets in memory (up to 256 MiB by default), its reader
+    # decodes up to 128 MiB of partitions at a time to build them; without (0, documented
+    # as "disables offset preloading"), it reads one partition at a time, in the same time.
+    # The build's last step went from +298 to +127 MB above the process, under the
+    # shuffle's; the peak is now the k-means training on its sample (+273 MB).
+    "LANCE_SHUFFLE_MAX_PRELOADED_OFFSETS_BYTES": 0,
 }
 
 

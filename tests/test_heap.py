@@ -70,7 +70,11 @@ def test_ingest_pins_the_threshold(monkeypatch, isolated_env, tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "default"),
-    [("LANCE_SHUFFLE_BATCH_BYTES", 4 << 20), ("LANCE_DEFAULT_IO_BUFFER_SIZE", 64 << 20)],
+    [
+        ("LANCE_SHUFFLE_BATCH_BYTES", 4 << 20),
+        ("LANCE_DEFAULT_IO_BUFFER_SIZE", 64 << 20),
+        ("LANCE_SHUFFLE_MAX_PRELOADED_OFFSETS_BYTES", 0),
+    ],
 )
 def test_ingest_bounds_lances_buffers_unless_told(
     monkeypatch, isolated_env, tmp_path, name, default
