@@ -1,4 +1,4 @@
-"""The C heap setting that keeps a long `ingest` run's memory flat.
+"""The memory settings that keep a long `ingest` run flat: the C heap's, and Lance's buffers.
 
 glibc serves allocations of 128 KiB and more with mmap and hands them back on free, but
 each time such a block is freed it raises that threshold to the block's size (up to
@@ -11,6 +11,9 @@ Measured with `python -m tests.bench.ingest --big-mb 200`: peak RSS 487-492 MB -
 for the 200 MB corpus, for ~2 s more system time in a 40 s run; the 20 MB corpus with
 embeddings (and the IVF-PQ index of the time), 805 MB -> 646 MB. A fixed 1 MiB or 4 MiB
 threshold kept 409 and 419 MB.
+
+Lance's buffers are environment variables it reads when it first needs them; `ingest` sets
+them before lancedb is imported (see LANCE_BUFFERS), unless the user has set them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,26 @@ import sys
 M_MMAP_THRESHOLD = -3  # mallopt parameter number, from glibc's <malloc.h>
 DEFAULT_MMAP_THRESHOLD = 128 * 1024
 _USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
+
+# Measured on 460,000 768-d vectors, the 200 MB corpus's (a table built alone: the index
+# build's peak above the process before it), and with `python -m tests.bench.ingest_workers
+# --memory` (README, Performance).
+LANCE_BUFFERS = {
+    # The vector-index build shuffles rows through buffers of this size; LanceDB's default
+    # (128 MiB) held ~115 MB more at the end of a 460k-chunk run, for the same build time.
+    "LANCE_SHUFFLE_BATCH_BYTES": 4 << 20,
+    # Lance reads ahead of a scan up to this many bytes (default 2 GiB). The index build
+    # scans every vector and consumes them slower than a local disk delivers them, so the
+    # read-ahead filled for the whole shuffle: ~390 MB above the process by default, ~195 MB
+    # at 64 MiB (~150 MB at 16 MiB, no lower peak), and the build took 238 s, not 437 s.
+    "LANCE_DEFAULT_IO_BUFFER_SIZE": 64 << 20,
+    # With the shuffle's partition offsets in memory (up to 256 MiB by default), its reader
+    # decodes up to 128 MiB of partitions at a time to build them; without (0, documented
+    # as "disables offset preloading"), it reads one partition at a time, in the same time.
+    # The build's last step went from +298 to +127 MB above the process, under the
+    # shuffle's; the peak is now the k-means training on its sample (+273 MB).
+    "LANCE_SHUFFLE_MAX_PRELOADED_OFFSETS_BYTES": 0,
+}
 
 
 def pin_mmap_threshold() -> bool:
@@ -39,3 +62,9 @@ def pin_mmap_threshold() -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD) == 1
+
+
+def bound_lance_buffers() -> None:
+    """Set LANCE_BUFFERS in the environment, except those the user has set."""
+    for name, value in LANCE_BUFFERS.items():
+        os.environ.setdefault(name, str(value))

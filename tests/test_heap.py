@@ -68,12 +68,22 @@ def test_ingest_pins_the_threshold(monkeypatch, isolated_env, tmp_path):
     assert calls == [True]
 
 
-def test_ingest_bounds_lances_shuffle_buffers_unless_told(monkeypatch, isolated_env, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "default"),
+    [
+        ("LANCE_SHUFFLE_BATCH_BYTES", 4 << 20),
+        ("LANCE_DEFAULT_IO_BUFFER_SIZE", 64 << 20),
+        ("LANCE_SHUFFLE_MAX_PRELOADED_OFFSETS_BYTES", 0),
+    ],
+)
+def test_ingest_bounds_lances_buffers_unless_told(
+    monkeypatch, isolated_env, tmp_path, name, default
+):
     (tmp_path / "a.md").write_text("# A\n\nsome text\n")
-    monkeypatch.setenv("LANCE_SHUFFLE_BATCH_BYTES", "1")
-    monkeypatch.delenv("LANCE_SHUFFLE_BATCH_BYTES")  # restored (unset) after the test
+    monkeypatch.setenv(name, "1")
+    monkeypatch.delenv(name)  # restored (unset) after the test
     assert invoke("ingest", str(tmp_path / "a.md"), "--dry-run").exit_code == 0
-    assert os.environ["LANCE_SHUFFLE_BATCH_BYTES"] == str(4 << 20)
-    monkeypatch.setenv("LANCE_SHUFFLE_BATCH_BYTES", "123")
+    assert os.environ[name] == str(default)
+    monkeypatch.setenv(name, "123")
     assert invoke("ingest", str(tmp_path / "a.md"), "--dry-run").exit_code == 0
-    assert os.environ["LANCE_SHUFFLE_BATCH_BYTES"] == "123"
+    assert os.environ[name] == "123"

@@ -316,7 +316,7 @@ def _default_model(app: App, store: Any) -> tuple[str, bool]:
 
 def _tune_process(app: App) -> None:
     """Settings of the libraries below, made before lancedb is first imported."""
-    from localgpt_cli.heap import pin_mmap_threshold
+    from localgpt_cli.heap import bound_lance_buffers, pin_mmap_threshold
 
     if not app.debug:
         # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
@@ -324,10 +324,7 @@ def _tune_process(app: App) -> None:
         # Read once, when lancedb is first imported, which has not happened yet.
         os.environ.setdefault("LANCEDB_LOG", "error")
     pin_mmap_threshold()  # keeps the run's memory flat: see localgpt_cli/heap.py
-    # The vector-index build shuffles rows through buffers of this size; LanceDB's default
-    # held ~115 MB more at the end of a 460k-chunk run (python -m tests.bench.ingest
-    # --big-mb 200 --big-embed) for the same build time. A value of the user's own wins.
-    os.environ.setdefault("LANCE_SHUFFLE_BATCH_BYTES", str(4 << 20))
+    bound_lance_buffers()  # the vector-index build's buffers: see localgpt_cli/heap.py
 
 
 def _show_run(app: App, run: Ingest, dry_run: bool) -> None:

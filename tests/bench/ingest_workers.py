@@ -18,7 +18,9 @@ taken between the medians, so a machine loaded by other work slows both sides al
    wall time of the process.
 4. With `--memory`: the `--mb` corpus with embeddings (the stand-in), --workers 1 vs 2:
    peak of the summed RSS of the ingest process and its workers, sampled every 50 ms,
-   and the ingest process's own peak (getrusage).
+   where it fell (streaming, or the final optimize: compaction, full-text and vector
+   indexes; the seconds into the run, and the optimize's own), and the ingest process's
+   own peak (getrusage).
 """
 
 from __future__ import annotations
@@ -52,44 +54,75 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _tree(pid: int) -> list[int]:
-    """`pid` and its children."""
+    """`pid` and its children, except a child still running the parent's command: one
+    forked for a subprocess (Tesseract on a PDF page) reports the parent's pages as its
+    own until it execs, which would count them twice (a 516 MB sample among ~330)."""
     pids = [pid]
+    parent = _cmdline(pid)
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                pids.append(int(entry.name))
+            child = int(entry.name)
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and _cmdline(child) != parent:
+                pids.append(child)
     return pids
 
 
 def ingest(corpus: Path, home: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
-    """One `localgpt ingest` process: summary, wall time, peak summed RSS (sampled)."""
+    """One `localgpt ingest` process: summary, wall time, peak summed RSS (sampled), and
+    where the peak fell: while files stream in (workers running) or in the final optimize,
+    which starts after the last `document` record (compaction, then the indexes)."""
     cmd = [sys.executable, "-m", "tests.bench.ingest", "--child", "ingest", str(corpus),
            "--json", *args]  # fmt: skip
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**env, "LOCALGPT_HOME": str(home)}, cwd=ROOT)  # fmt: skip
-    peak = [0]
+    peak = [0, 0.0, 0]  # summed KB, seconds since start, processes
+    last_document = [0.0]
+    lines: list[bytes] = []
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], sum(_rss_kb(p) for p in _tree(proc.pid)))
+            pids = _tree(proc.pid)
+            total = sum(_rss_kb(p) for p in pids)
+            if total > peak[0]:
+                peak[:] = [total, time.perf_counter() - start, len(pids)]
             time.sleep(0.05)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(b"{") and json.loads(line)["type"] == "document":
+                last_document[0] = time.perf_counter() - start
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (sample, read)]
+    for thread in threads:
+        thread.start()
+    err = proc.stderr.read() if proc.stderr else b""
+    proc.wait()
     seconds = time.perf_counter() - start
-    sampler.join()
-    records = [json.loads(line) for line in out.splitlines() if line.startswith(b"{")]
+    for thread in threads:
+        thread.join()
+    records = [json.loads(line) for line in lines if line.startswith(b"{")]
     summary = next(r for r in records if r["type"] == "summary")
     own = int(err.decode().rsplit("maxrss_kb=", 1)[1].split()[0])
+    phase = "streaming" if peak[1] <= last_document[0] else "final optimize"
+    where = f"{phase}, {peak[2]} process(es), {peak[1]:.0f} s of {seconds:.0f}"
     return {"code": proc.returncode, "seconds": seconds, "summary": summary,
-            "peak_sum_mb": peak[0] / 1024, "peak_own_mb": own / 1024}  # fmt: skip
+            "peak_sum_mb": peak[0] / 1024, "peak_own_mb": own / 1024,
+            "peak_phase": where}  # fmt: skip
 
 
 def _work_s(run: dict[str, Any]) -> float:
@@ -191,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             figures["memory"] = {
                 f"workers_{side}": {"peak_sum_mb": round(r[0]["peak_sum_mb"]),
                                     "peak_ingest_mb": round(r[0]["peak_own_mb"]),
+                                    "peak_phase": r[0]["peak_phase"],
+                                    "optimize_s": round(r[0]["summary"]["optimize_ms"] / 1000, 1),
                                     "chunks": r[0]["summary"]["chunks"],
                                     "wall_s": round(r[0]["seconds"], 1)}
                 for side, r in runs.items()
