@@ -16,10 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UsageError
 from localgpt_cli.rag.fusion import RRF_K, Candidate, Dropped, cut, fuse
-from localgpt_cli.rag.types import Chunk, Hit, Judge
+from localgpt_cli.rag.types import Hit, Judge
 
 if TYPE_CHECKING:
-    from localgpt_cli.rag.store import Collection, KeywordQuery, StoredRow, VectorQuery
+    from localgpt_cli.rag.store import (
+        ChunkCache,
+        Collection,
+        KeywordQuery,
+        StoredRow,
+        VectorQuery,
+    )
 
 MODES = ("hybrid", "vector", "keyword")
 DEFAULT_K = 5
@@ -230,9 +236,10 @@ class _Searcher:
             self.pool = max(self.pool, STATS_POOL)
         self._has_vectors: bool | None = None
         self._fts_note: str | None = None
-        # The store's chunk cache (row id -> chunk), for runs of many queries: one query
-        # would pay a second round trip to the store (the take) for nothing.
-        self.chunks: dict[int, Chunk] | None = None
+        # The store's chunk cache (row id -> chunk id and chunk), for runs of many
+        # queries: one query would pay a second round trip to the store (the take) for
+        # nothing.
+        self.chunks: ChunkCache | None = None
 
     @property
     def has_vectors(self) -> bool:
