@@ -361,11 +361,12 @@ class _Searcher:
 
     def _result(self, plan: _Plan, side_rows: dict[str, list[StoredRow]]) -> SearchResult:
         candidates: dict[str, Candidate] = {}
+        found = candidates.get
         for rank, row in enumerate(side_rows.get("vector", []), 1):
-            cand = candidates.setdefault(row.chunk_id, Candidate(row))
+            cand = found(row.chunk_id) or candidates.setdefault(row.chunk_id, Candidate(row))
             cand.vector_rank, cand.similarity = rank, row.score
         for rank, row in enumerate(side_rows.get("keyword", []), 1):
-            cand = candidates.setdefault(row.chunk_id, Candidate(row))
+            cand = found(row.chunk_id) or candidates.setdefault(row.chunk_id, Candidate(row))
             cand.keyword_rank, cand.bm25 = rank, row.score
         opts = self.options
         ranked = fuse(list(candidates.values()), plan.mode_used, opts.rrf_k, opts.weights)
