@@ -72,19 +72,20 @@ print(type(api).__name__, namespace_api.NamespaceApi.__name__, {REST_API!r} in s
 
 def test_pyarrow_sees_pandas_again_when_asked():
     """After lancedb's import pyarrow takes pandas for missing in its quick checks (a
-    Series' NaN would not be a null); `pyarrow_sees_pandas` makes it look again."""
+    Series' NaN would not be a null); `pyarrow_sees_pandas` makes it look again. The
+    import's objects are out of the garbage collector's sight, and it runs again."""
     code = """
-import sys
+import gc, sys
 from localgpt_cli.rag.store.lancedb_import import import_lancedb, pyarrow_sees_pandas
 import_lancedb()
-print('pandas' in sys.modules)
+print('pandas' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10000)
 pyarrow_sees_pandas()
 import pandas, pyarrow
 print('pandas' in sys.modules, pyarrow.array(pandas.Series([1.5, None])).null_count)
 """
     out = python(code)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == "False\nTrue 1\n"
+    assert out.stdout == "False True True\nTrue 1\n"
 
 
 # -- the mechanism itself, on a package of our own ---------------------------------------

@@ -80,12 +80,10 @@ class Search(CollectionTable):
         matching rows come back.
 
         `chunks` (row id -> chunk id and chunk) is a cache the caller keeps for one
-        table version: the searches then return only row ids and scores, and the rows
+        table version: the searches then return only row ids and scores (any column
+        costs LanceDB a read per row: a third of a full-text query's CPU), and the rows
         not in it yet are read in one take. A batch's queries return the same passages
-        over and over (on Cranfield at k=100 each is read ~20 times); reading their
-        text once is the saving. Not even the chunk id is asked of a search: fetching
-        any column after the index has ranked costs LanceDB a read per row (a third of
-        a full-text query's CPU on Cranfield).
+        over and over (on Cranfield at k=100 each ~20 times): each is read once.
         """
         import asyncio
 
