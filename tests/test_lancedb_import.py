@@ -1,5 +1,6 @@
-"""One-shot `search` does not pay for LanceDB's REST namespace client, and gets the same
-answers as with it; the client still works when something really needs it."""
+"""One-shot `search` does not pay for LanceDB's REST namespace client nor for pandas, and
+gets the same answers as with them; the client still works when something really needs
+it, and pyarrow sees pandas again when asked to."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ try:
     main(sys.argv[1:])
 except SystemExit as e:
     code = e.code
-print('REST_API=' + str({rest_api!r} in sys.modules), 'EXIT=' + str(code), file=sys.stderr)
+print('REST_API=' + str({rest_api!r} in sys.modules), 'PANDAS=' + str('pandas' in sys.modules),
+      'EXIT=' + str(code), file=sys.stderr)
 """
 
 
@@ -42,11 +44,12 @@ def test_one_shot_search_skips_the_rest_client_and_answers_the_same(standin, tmp
     argv = ["search", "--json", "-k", "4", "--threshold", "0", "--mode", mode,
             "wireguard tunnel quasar"]
     lean = python(SEARCH.format(prelude="", rest_api=REST_API), *argv)
-    assert "REST_API=False EXIT=0" in lean.stderr, lean.stderr
-    # the same search with the whole REST client imported first, as `import lancedb` does
-    full = python(SEARCH.format(prelude="import lance_namespace_urllib3_client",
+    assert "REST_API=False PANDAS=False EXIT=0" in lean.stderr, lean.stderr
+    # the same search with the whole REST client and pandas imported first, as a plain
+    # `import lancedb` does
+    full = python(SEARCH.format(prelude="import lance_namespace_urllib3_client, pandas",
                                 rest_api=REST_API), *argv)  # fmt: skip
-    assert "REST_API=True EXIT=0" in full.stderr, full.stderr
+    assert "REST_API=True PANDAS=True EXIT=0" in full.stderr, full.stderr
     assert lean.stdout.count("\n") >= 2
     assert lean.stdout == full.stdout
 
@@ -65,6 +68,24 @@ print(type(api).__name__, namespace_api.NamespaceApi.__name__, {REST_API!r} in s
     out = python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "TableApi NamespaceApi True\n"
+
+
+def test_pyarrow_sees_pandas_again_when_asked():
+    """After lancedb's import pyarrow takes pandas for missing in its quick checks (a
+    Series' NaN would not be a null); `pyarrow_sees_pandas` makes it look again. The
+    import's objects are out of the garbage collector's sight, and it runs again."""
+    code = """
+import gc, sys
+from localgpt_cli.rag.store.lancedb_import import import_lancedb, pyarrow_sees_pandas
+import_lancedb()
+print('pandas' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10000)
+pyarrow_sees_pandas()
+import pandas, pyarrow
+print('pandas' in sys.modules, pyarrow.array(pandas.Series([1.5, None])).null_count)
+"""
+    out = python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "False True True\nTrue 1\n"
 
 
 # -- the mechanism itself, on a package of our own ---------------------------------------

@@ -75,7 +75,7 @@ def terms(text: str) -> frozenset[str]:
     the same passages come back for many queries of a batch (on Cranfield 2,687 distinct
     passages make up the 20,725 hits of its 225 questions); reading them was a third of
     `search --queries`' time. `forget_terms` empties the cache after a search."""
-    return frozenset(stem(w) for w in set(_WORD.findall(text.lower())) if w not in _STOP)
+    return frozenset(map(stem, set(_WORD.findall(text.lower())) - _STOP))
 
 
 def forget_terms() -> None:

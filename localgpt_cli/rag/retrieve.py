@@ -16,10 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.errors import UsageError
 from localgpt_cli.rag.fusion import RRF_K, Candidate, Dropped, cut, fuse
-from localgpt_cli.rag.types import Chunk, Hit, Judge
+from localgpt_cli.rag.types import Hit, Judge
 
 if TYPE_CHECKING:
-    from localgpt_cli.rag.store import Collection, KeywordQuery, StoredRow, VectorQuery
+    from localgpt_cli.rag.store import (
+        ChunkCache,
+        Collection,
+        KeywordQuery,
+        StoredRow,
+        VectorQuery,
+    )
 
 MODES = ("hybrid", "vector", "keyword")
 DEFAULT_K = 5
@@ -230,9 +236,10 @@ class _Searcher:
             self.pool = max(self.pool, STATS_POOL)
         self._has_vectors: bool | None = None
         self._fts_note: str | None = None
-        # The store's chunk cache (row id -> chunk), for runs of many queries: one query
-        # would pay a second round trip to the store (the take) for nothing.
-        self.chunks: dict[int, Chunk] | None = None
+        # The store's chunk cache (row id -> chunk id and chunk), for runs of many
+        # queries: one query would pay a second round trip to the store (the take) for
+        # nothing.
+        self.chunks: ChunkCache | None = None
 
     @property
     def has_vectors(self) -> bool:
@@ -354,11 +361,12 @@ class _Searcher:
 
     def _result(self, plan: _Plan, side_rows: dict[str, list[StoredRow]]) -> SearchResult:
         candidates: dict[str, Candidate] = {}
+        found = candidates.get
         for rank, row in enumerate(side_rows.get("vector", []), 1):
-            cand = candidates.setdefault(row.chunk_id, Candidate(row))
+            cand = found(row.chunk_id) or candidates.setdefault(row.chunk_id, Candidate(row))
             cand.vector_rank, cand.similarity = rank, row.score
         for rank, row in enumerate(side_rows.get("keyword", []), 1):
-            cand = candidates.setdefault(row.chunk_id, Candidate(row))
+            cand = found(row.chunk_id) or candidates.setdefault(row.chunk_id, Candidate(row))
             cand.keyword_rank, cand.bm25 = rank, row.score
         opts = self.options
         ranked = fuse(list(candidates.values()), plan.mode_used, opts.rrf_k, opts.weights)

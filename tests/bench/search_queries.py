@@ -13,11 +13,18 @@ reranker and gate). Prints the median wall time (and queries/s) and CPU time of 
 their ratios, and checks that the two print the same bytes. On a loaded machine wall time
 is mostly waiting for a core; CPU time is the steadier figure, though it cannot show what
 running on two cores at once gains.
+
+    python -m tests.bench.search_queries --one-shot [--baseline COMMIT] [--runs 5]
+
+times one-shot `search -k 5 --json QUESTION` processes (Cranfield's first question) of
+the baseline and of this checkout instead, alternately: a batch's speed must not cost
+the single search its latency.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -44,14 +51,16 @@ def export(commit: str, dest: Path) -> Path:
     return dest
 
 
-def timed_search(code: Path, env: dict[str, str], k: int) -> tuple[float, float, bytes]:
-    """Seconds one whole `search --queries` process of the package under `code` takes,
-    wall and CPU (user + system, its threads included), and its stdout."""
+def timed_search(code: Path, env: dict[str, str], k: int,
+                 one: str | None = None) -> tuple[float, float, bytes]:  # fmt: skip
+    """Seconds one whole `search --queries` process (or, given `one`, `search -k 5 ONE`)
+    of the package under `code` takes, wall and CPU (user + system, its threads
+    included), and its stdout."""
+    args = ["--queries", str(QUERIES), "-k", str(k)] if one is None else ["-k", "5", one]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "localgpt_cli", "search", "--queries", str(QUERIES),
-         "-k", str(k), "--json"],
+        [sys.executable, "-m", "localgpt_cli", "search", *args, "--json"],
         capture_output=True, env={**env, "PYTHONPATH": str(code)}, cwd=code,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -73,20 +82,22 @@ def ingest(env: dict[str, str], folder: Path) -> None:
                    env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
 
 
-def compare(env: dict[str, str], baseline: Path, runs: int, ks: list[int]) -> None:
+def compare(env: dict[str, str], baseline: Path, runs: int, ks: list[int],
+            one: str | None = None) -> None:  # fmt: skip
     """Both sides alternately, `runs` times at each k: medians of wall and CPU time."""
-    count = sum(1 for line in QUERIES.read_text().splitlines() if line.strip())
+    lines = [line for line in QUERIES.read_text().splitlines() if line.strip()]
+    count = 1 if one is not None else len(lines)
     sides = {"baseline": baseline, "this": ROOT}
     for k in ks:
         wall: dict[str, list[float]] = {name: [] for name in sides}
         cpu: dict[str, list[float]] = {name: [] for name in sides}
         outputs: dict[str, bytes] = {}
         for name, code in sides.items():  # warm the page cache, keep one output each
-            outputs[name] = timed_search(code, env, k)[2]
+            outputs[name] = timed_search(code, env, k, one)[2]
         same = outputs["baseline"] == outputs["this"]
         for _ in range(runs):
             for name, code in sides.items():
-                seconds, used, _ = timed_search(code, env, k)
+                seconds, used, _ = timed_search(code, env, k, one)
                 wall[name].append(seconds)
                 cpu[name].append(used)
         median = {name: statistics.median(v) for name, v in wall.items()}
@@ -110,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", default="10,100", help="comma-separated k values")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the ingested collection in DIR (reused when there)")
+    parser.add_argument("--one-shot", action="store_true",
+                        help="time one-shot `search -k 5 QUESTION` processes instead")
     args = parser.parse_args(argv)
 
     from tests.embedder import shared_embedder
@@ -134,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
             baseline = Path(scratch) / "baseline"
             baseline.mkdir()
             export(commit, baseline)
-            compare(env, baseline, args.runs, [int(k) for k in args.k.split(",")])
+            if args.one_shot:
+                first = json.loads(QUERIES.read_text().splitlines()[0])["text"]
+                compare(env, baseline, args.runs, [5], first)
+            else:
+                compare(env, baseline, args.runs, [int(k) for k in args.k.split(",")])
     finally:
         server.stop()
     return 0

@@ -48,6 +48,9 @@ def import_ray() -> Any:
             code="missing_extra",
             hint=INSTALL_HINT,
         ) from None
+    from localgpt_cli.rag.store.lancedb_import import pyarrow_sees_pandas
+
+    pyarrow_sees_pandas()  # Ray Data hands pyarrow pandas objects
     return ray
 
 

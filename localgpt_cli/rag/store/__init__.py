@@ -15,9 +15,10 @@ shapes and every filter string), `writes`, `reads`, `indexes` (build, health, re
 
 from localgpt_cli.rag.store.collection import Collection, Store, open_store
 from localgpt_cli.rag.store.rows import DocumentSummary, chunk_filter, embed_hash, text_hash
-from localgpt_cli.rag.store.search import KeywordQuery, StoredRow, VectorQuery
+from localgpt_cli.rag.store.search import ChunkCache, KeywordQuery, StoredRow, VectorQuery
 
 __all__ = [
+    "ChunkCache",
     "Collection",
     "DocumentSummary",
     "KeywordQuery",

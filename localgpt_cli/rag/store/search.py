@@ -43,6 +43,10 @@ class KeywordQuery:
     where: str | None = None
 
 
+# The chunks a run of many searches has read (store row id -> chunk id and chunk).
+ChunkCache = dict[int, tuple[str, Chunk]]
+
+
 @dataclass
 class StoredRow:
     """A search candidate as the store returns it: chunk fields plus the side's raw score."""
@@ -64,7 +68,7 @@ class Search(CollectionTable):
         self,
         queries: Sequence[VectorQuery | KeywordQuery],
         concurrency: int = 4,
-        chunks: dict[int, Chunk] | None = None,
+        chunks: ChunkCache | None = None,
     ) -> list[list[StoredRow]]:
         """Run several searches at once; one result list per query, best first.
 
@@ -75,11 +79,11 @@ class Search(CollectionTable):
         and operators in user text cannot fail. Filters are prefilters, so `limit`
         matching rows come back.
 
-        `chunks` (row id -> chunk) is a cache the caller keeps for one table version: the
-        searches then return only ids and scores, and the rows not in it yet are read
-        in one take. A batch's queries return the same passages over and over (on
-        Cranfield at k=100 each is read ~20 times); reading their text once is the
-        saving.
+        `chunks` (row id -> chunk id and chunk) is a cache the caller keeps for one
+        table version: the searches then return only row ids and scores (any column
+        costs LanceDB a read per row: a third of a full-text query's CPU), and the rows
+        not in it yet are read in one take. A batch's queries return the same passages
+        over and over (on Cranfield at k=100 each ~20 times): each is read once.
         """
         import asyncio
 
@@ -90,7 +94,7 @@ class Search(CollectionTable):
         # The document title too, where the table has one (the reranker weighs it), and
         # the OCR confidence (a table from before OCR has none).
         extra = optional_columns(self.schema.names)
-        columns = ("chunk_id",) if chunks is not None else (*RESULT_COLUMNS, *extra)
+        columns = () if chunks is not None else (*RESULT_COLUMNS, *extra)
         # Vector queries of one limit and filter go as one multi-vector search: LanceDB
         # shares one scan of the vectors among them and tags each row with its query's
         # position (`query_index`), the same rows in the same order as one at a time.
@@ -210,7 +214,7 @@ def _async_query(
 async def _take_missing(
     table: Any,
     results: list[tuple[list[int], Any, str]],
-    chunks: dict[int, Chunk],
+    chunks: ChunkCache,
     columns: tuple[str, ...],
 ) -> None:
     """Read the rows the searches returned that `chunks` does not hold yet, in one take."""
@@ -219,7 +223,7 @@ async def _take_missing(
     if not missing:
         return
     taken = await table.take_row_ids(missing).select(list(columns)).with_row_id().to_arrow()
-    found = _chunks(taken)
+    found = zip(taken.column("chunk_id").to_pylist(), _chunks(taken), strict=True)
     chunks.update(zip(taken.column("_rowid").to_pylist(), found, strict=True))
 
 
@@ -235,7 +239,7 @@ def _chunks(result: Any) -> list[Chunk]:
 
 
 def _per_query(
-    count: int, results: list[tuple[list[int], Any, str]], chunks: dict[int, Chunk] | None
+    count: int, results: list[tuple[list[int], Any, str]], chunks: ChunkCache | None
 ) -> list[list[StoredRow]]:
     """The searches' rows as one list per query, by the positions each search answers."""
     out: list[list[StoredRow]] = [[] for _ in range(count)]
@@ -249,20 +253,17 @@ def _per_query(
     return out
 
 
-def stored_rows(
-    result: Any, score: str, chunks: dict[int, Chunk] | None = None
-) -> list[StoredRow]:
-    """A search's Arrow rows as `StoredRow`s, in order, their chunks from `chunks` by row
-    id when given. Read column by column: building a dict per row (`to_pylist`) was most
-    of the cost of a batch of searches at k=100."""
+def stored_rows(result: Any, score: str, chunks: ChunkCache | None = None) -> list[StoredRow]:
+    """A search's Arrow rows as `StoredRow`s, in order, their chunk ids and chunks from
+    `chunks` by row id when given. Read column by column: building a dict per row
+    (`to_pylist`) was most of the cost of a batch of searches at k=100."""
     raw = result.column(score).to_pylist()
     scores = [1.0 - float(v) for v in raw] if score == "_distance" else [float(v) for v in raw]
     if chunks is not None:
-        found = [chunks[rid] for rid in result.column("_rowid").to_pylist()]
-    else:
-        found = _chunks(result)
+        rows = map(chunks.__getitem__, result.column("_rowid").to_pylist())
+        return [StoredRow(c, i, v) for (i, c), v in zip(rows, scores, strict=True)]
     ids = result.column("chunk_id").to_pylist()
-    return [StoredRow(c, i, v) for c, i, v in zip(found, ids, scores, strict=True)]
+    return [StoredRow(c, i, v) for c, i, v in zip(_chunks(result), ids, scores, strict=True)]
 
 
 def split_by_query(result: Any, rows: list[StoredRow]) -> dict[int, list[StoredRow]]:
