@@ -30,6 +30,19 @@ LINES = (
 )
 
 
+def require_ocr() -> None:
+    """The real Tesseract and the fonts the pages are drawn in, or `unavailable` (a skip
+    on a developer's machine, a failure under CI)."""
+    import shutil
+
+    from tests.requires import unavailable
+
+    if shutil.which("tesseract") is None:
+        unavailable("Tesseract is not installed (apt install tesseract-ocr)")
+    if missing_fonts():
+        unavailable(f"fonts {missing_fonts()} are missing (apt install fonts-liberation)")
+
+
 def missing_fonts() -> list[str]:
     """The fonts of FONTS this machine lacks (the Debian packages that hold them)."""
     return [name for name, path in FONTS.items() if not Path(path).exists()]

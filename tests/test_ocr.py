@@ -21,7 +21,7 @@ import pytest
 from tests.cli import ROOT, invoke, run, validate_packets
 from tests.faults import Faults, children
 from tests.ocrpages import LINES as OCR_LINES
-from tests.ocrpages import cer, missing_fonts, page, save_pdf, save_tiff
+from tests.ocrpages import cer, page, require_ocr, save_pdf, save_tiff
 from tests.requires import unavailable
 from tests.standin import Reply
 
@@ -34,10 +34,7 @@ LINES = [
 
 @pytest.fixture(autouse=True)
 def _tesseract() -> None:
-    if shutil.which("tesseract") is None:
-        unavailable("Tesseract is not installed (apt install tesseract-ocr)")
-    if missing_fonts():
-        unavailable(f"fonts {missing_fonts()} are missing (apt install fonts-liberation)")
+    require_ocr()
 
 
 def _scans(folder: Path) -> Path:

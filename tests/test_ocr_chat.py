@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 
 import pytest
 
 from tests.cli import invoke
-from tests.ocrpages import missing_fonts, page, save_pdf
-from tests.requires import unavailable
+from tests.ocrpages import page, require_ocr, save_pdf
 from tests.standin import Reply, seen_reply
 
 MEMO = ["Invoices from the hosting company arrive on the first working day",
@@ -29,10 +27,7 @@ HINT = "apt install tesseract-ocr"
 
 @pytest.fixture(autouse=True)
 def _tesseract() -> None:
-    if shutil.which("tesseract") is None:
-        unavailable("Tesseract is not installed (apt install tesseract-ocr)")
-    if missing_fonts():
-        unavailable(f"fonts {missing_fonts()} are missing (apt install fonts-liberation)")
+    require_ocr()
 
 
 @pytest.fixture

@@ -10,15 +10,12 @@ rag/parse/ocr.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from localgpt_cli.cli.app import App
     from localgpt_cli.rag.parse.ocr import OcrSettings
-
-# What a picture's text is read with: its bytes and what to call it -> the text.
-PictureReader = Callable[[bytes, str], str]
+    from localgpt_cli.tools.picture_read import OcrFn
 
 
 def ocr_settings(app: App, mode: str | None = None) -> OcrSettings:
@@ -51,7 +48,7 @@ def chat_ocr(app: App) -> OcrSettings:
     return ocr_settings(app, "auto")
 
 
-def picture_reader(app: App) -> PictureReader:
+def picture_reader(app: App) -> OcrFn:
     """Read a picture's text for a model that cannot see it (rag/parse/image.py); the
     settings are looked at when the first picture is read, so a bad one does not stop a
     chat that reads none. Raises the LocalGPTError that says why it cannot."""

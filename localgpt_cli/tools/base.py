@@ -131,6 +131,14 @@ def describe(tool: Tool) -> dict[str, Any]:
     }
 
 
+def cut(text: str, max_chars: int, what: str) -> str:
+    """`text` up to `max_chars`, then a marker saying how much was shown of what."""
+    if len(text) <= max_chars:
+        return text
+    marker = f"[… truncated: showed {max_chars} of {len(text)} characters, {what}]"
+    return f"{text[:max_chars]}\n{marker}"
+
+
 def text_of(printed: str, value: Any) -> str:
     """A tool's text for the model: what its handler printed, then what it returned."""
     result = as_text(value)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from localgpt_cli.images import MAX_FILE_BYTES, sniff
-from localgpt_cli.tools.base import Tool, ToolError
+from localgpt_cli.tools.base import Tool, ToolError, cut
 from localgpt_cli.tools.denylist import HEAD_BYTES, DenyList
 from localgpt_cli.tools.picture_read import OcrFn, PictureRead, picture_read
 from localgpt_cli.tools.sandbox import SECRET_MARGIN, Sandbox, Warn
@@ -142,9 +142,9 @@ def _pdf_text(pages: _PageTexts, path: str, page: int | None, max_chars: int) ->
         text = pages.text(page)
         if not text.strip():
             return f"[page {page} of {path} has no extractable text]"
-        return _cut(text, max_chars, f"page {page} of {count}")
+        return cut(text, max_chars, f"page {page} of {count}")
     parts = [f"--- page {i} ---\n{pages.text(i)}" for i in range(1, count + 1)]
-    return _cut("\n".join(parts), max_chars, f"a {count}-page PDF; pass page=N to read page N")
+    return cut("\n".join(parts), max_chars, f"a {count}-page PDF; pass page=N to read page N")
 
 
 def _read_pdf_with_pypdf(fh: BinaryIO, path: str, page: int | None, max_chars: int) -> str:
@@ -159,13 +159,6 @@ def _read_pdf_with_pypdf(fh: BinaryIO, path: str, page: int | None, max_chars: i
         return _pdf_text(pages, path, page, max_chars)
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise ToolError(f"cannot read PDF {path}: {exc}") from None
-
-
-def _cut(text: str, max_chars: int, what: str) -> str:
-    if len(text) <= max_chars:
-        return text
-    marker = f"[… truncated: showed {max_chars} of {len(text)} characters, {what}]"
-    return f"{text[:max_chars]}\n{marker}"
 
 
 def read_file(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from localgpt_cli.errors import InvalidInput, LocalGPTError
 from localgpt_cli.images import Picture, picture
-from localgpt_cli.tools.base import ToolError
+from localgpt_cli.tools.base import ToolError, cut
 from localgpt_cli.tools.sandbox import Sandbox
 
 # A picture's bytes and what to call it -> the text OCR reads in it (LocalGPTError: why not).
@@ -58,10 +58,7 @@ def picture_read(
             raise ToolError(f"{what}; OCR failed ({type(exc).__name__}: {exc})") from None
         if not found:
             return f"{what}; OCR found no text in it. Say so rather than guess what it shows."
-        found = sandbox.redacted(found, path)
-        if len(found) > max_chars:
-            found = (f"{found[:max_chars]}\n[… truncated: showed {max_chars} of "
-                     f"{len(found)} characters of its text]")
+        found = cut(sandbox.redacted(found, path), max_chars, "of its text")
         return f"{what}; this is the text OCR (Tesseract) read in it:\n\n{found}"
 
     return PictureRead(shown, text)
