@@ -21,10 +21,10 @@ regexes, so chunking costs a few microseconds per chunk whatever the document si
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from localgpt_cli.errors import InvalidInput, UsageError
-from localgpt_cli.rag.types import Chunk, ParsedDocument
+from localgpt_cli.rag.types import Chunk, ParsedDocument, Section
 
 # Prose: 800 characters with 120 of overlap. On Cranfield with all-minilm (python -m
 # tests.bench.retrieval) nDCG@10 keyword / vector / hybrid is 0.357 / 0.361 / 0.389 at
@@ -103,6 +103,36 @@ def chunk_document(
     Raises UsageError for bad size/overlap, InvalidInput (code `too_many_chunks`) when
     the document would make more than `max_chunks` chunks.
     """
+    return [
+        Chunk(
+            document_id=document_id,
+            path=doc.path,
+            type=doc.type,
+            ordinal=ordinal,
+            text=section.text[start:end],
+            page=section.page,
+            heading=section.heading,
+            line_start=line_start,
+            line_end=line_end,
+            ocr_confidence=section.ocr_confidence,
+        )
+        for ordinal, (section, start, end, line_start, line_end) in enumerate(
+            chunk_spans(doc, size=size, overlap=overlap, max_chunks=max_chunks)
+        )
+    ]
+
+
+def chunk_spans(
+    doc: ParsedDocument,
+    *,
+    size: int | None = None,
+    overlap: int | None = None,
+    max_chunks: int = DEFAULT_MAX_CHUNKS,
+) -> Iterator[tuple[Section, int, int, int | None, int | None]]:
+    """Each chunk of `doc` as (section, start, end, first line, last line): what
+    `chunk_document` makes its `Chunk`s of, for a caller that wants their fields as
+    columns without an object per chunk (ingest's `parsing.Rows`). Raises as it does,
+    before yielding anything."""
     size, overlap = resolve_limits(doc.type, size, overlap)
     is_code = doc.type == "code"
     plans = [split_spans(s.text, size, overlap, code=is_code) for s in doc.sections]
@@ -112,35 +142,27 @@ def chunk_document(
             f"{doc.path}: {total} chunks > {max_chunks} limit (raise with --max-chunks)",
             code="too_many_chunks",
         )
-    chunks: list[Chunk] = []
-    for section, spans in zip(doc.sections, plans, strict=True):
-        text = section.text
+    return _spans(doc.sections, plans)
+
+
+def _spans(
+    sections: list[Section], plans: list[list[tuple[int, int]]]
+) -> Iterator[tuple[Section, int, int, int | None, int | None]]:
+    for section, spans in zip(sections, plans, strict=True):
         first_line = section.line_start
+        if first_line is None:
+            for start, end in spans:
+                yield section, start, end, None, None
+            continue
+        text = section.text
         # Starts and ends both only move forward, so newlines are counted once each.
         at_start = at_end = 0
-        start_line = end_line = first_line or 0
+        start_line = end_line = first_line
         for start, end in spans:
-            line_start = line_end = None
-            if first_line is not None:
-                start_line += text.count("\n", at_start, start)
-                end_line += text.count("\n", at_end, end - 1)
-                at_start, at_end = start, end - 1
-                line_start, line_end = start_line, end_line
-            chunks.append(
-                Chunk(
-                    document_id=document_id,
-                    path=doc.path,
-                    type=doc.type,
-                    ordinal=len(chunks),
-                    text=text[start:end],
-                    page=section.page,
-                    heading=section.heading,
-                    line_start=line_start,
-                    line_end=line_end,
-                    ocr_confidence=section.ocr_confidence,
-                )
-            )
-    return chunks
+            start_line += text.count("\n", at_start, start)
+            end_line += text.count("\n", at_end, end - 1)
+            at_start, at_end = start, end - 1
+            yield section, start, end, start_line, end_line
 
 
 def split_spans(text: str, size: int, overlap: int, *, code: bool = False) -> list[tuple[int, int]]:
