@@ -21,10 +21,11 @@ regexes, so chunking costs a few microseconds per chunk whatever the document si
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 
 from localgpt_cli.errors import InvalidInput, UsageError
-from localgpt_cli.rag.types import Chunk, ParsedDocument
+from localgpt_cli.rag.types import Chunk, ParsedDocument, Section
 
 # Prose: 800 characters with 120 of overlap. On Cranfield with all-minilm (python -m
 # tests.bench.retrieval) nDCG@10 keyword / vector / hybrid is 0.357 / 0.361 / 0.389 at
@@ -58,6 +59,9 @@ DEFINITION = re.compile(
     r"(?:def|class|function\*?|func|fn|fun|struct|enum|union|trait|impl|interface|protocol|"
     r"extension|module|object|mod|namespace|type|macro_rules!|(?i:create)\s+\w+)[\s(<{:]",
 )
+# Every newline where DEFINITION matches, and (group 1) the rest of that match: it takes
+# one character, so a match starting inside another is found too.
+_DEFINITION_AT = re.compile(r"\n(?=(" + DEFINITION.pattern[2:] + "))")
 # Lines that belong to the definition below them: decorators, attributes, doc comments.
 PREAMBLE = ("@", "#", "//", "/*", "*", "--", ";", "'''", '"""')
 MAX_PREAMBLE_LINES = 30
@@ -103,6 +107,36 @@ def chunk_document(
     Raises UsageError for bad size/overlap, InvalidInput (code `too_many_chunks`) when
     the document would make more than `max_chunks` chunks.
     """
+    return [
+        Chunk(
+            document_id=document_id,
+            path=doc.path,
+            type=doc.type,
+            ordinal=ordinal,
+            text=section.text[start:end],
+            page=section.page,
+            heading=section.heading,
+            line_start=line_start,
+            line_end=line_end,
+            ocr_confidence=section.ocr_confidence,
+        )
+        for ordinal, (section, start, end, line_start, line_end) in enumerate(
+            chunk_spans(doc, size=size, overlap=overlap, max_chunks=max_chunks)
+        )
+    ]
+
+
+def chunk_spans(
+    doc: ParsedDocument,
+    *,
+    size: int | None = None,
+    overlap: int | None = None,
+    max_chunks: int = DEFAULT_MAX_CHUNKS,
+) -> Iterator[tuple[Section, int, int, int | None, int | None]]:
+    """Each chunk of `doc` as (section, start, end, first line, last line): what
+    `chunk_document` makes its `Chunk`s of, for a caller that wants their fields as
+    columns without an object per chunk (ingest's `parsing.Rows`). Raises as it does,
+    before yielding anything."""
     size, overlap = resolve_limits(doc.type, size, overlap)
     is_code = doc.type == "code"
     plans = [split_spans(s.text, size, overlap, code=is_code) for s in doc.sections]
@@ -112,35 +146,27 @@ def chunk_document(
             f"{doc.path}: {total} chunks > {max_chunks} limit (raise with --max-chunks)",
             code="too_many_chunks",
         )
-    chunks: list[Chunk] = []
-    for section, spans in zip(doc.sections, plans, strict=True):
-        text = section.text
+    return _spans(doc.sections, plans)
+
+
+def _spans(
+    sections: list[Section], plans: list[list[tuple[int, int]]]
+) -> Iterator[tuple[Section, int, int, int | None, int | None]]:
+    for section, spans in zip(sections, plans, strict=True):
         first_line = section.line_start
+        if first_line is None:
+            for start, end in spans:
+                yield section, start, end, None, None
+            continue
+        text = section.text
         # Starts and ends both only move forward, so newlines are counted once each.
         at_start = at_end = 0
-        start_line = end_line = first_line or 0
+        start_line = end_line = first_line
         for start, end in spans:
-            line_start = line_end = None
-            if first_line is not None:
-                start_line += text.count("\n", at_start, start)
-                end_line += text.count("\n", at_end, end - 1)
-                at_start, at_end = start, end - 1
-                line_start, line_end = start_line, end_line
-            chunks.append(
-                Chunk(
-                    document_id=document_id,
-                    path=doc.path,
-                    type=doc.type,
-                    ordinal=len(chunks),
-                    text=text[start:end],
-                    page=section.page,
-                    heading=section.heading,
-                    line_start=line_start,
-                    line_end=line_end,
-                    ocr_confidence=section.ocr_confidence,
-                )
-            )
-    return chunks
+            start_line += text.count("\n", at_start, start)
+            end_line += text.count("\n", at_end, end - 1)
+            at_start, at_end = start, end - 1
+            yield section, start, end, start_line, end_line
 
 
 def split_spans(text: str, size: int, overlap: int, *, code: bool = False) -> list[tuple[int, int]]:
@@ -150,7 +176,9 @@ def split_spans(text: str, size: int, overlap: int, *, code: bool = False) -> li
     indentation), is at most `size` long, and ends before a space unless it is a cut
     through a word longer than `size`.
     """
-    plan = CODE_PLAN if code else PROSE_PLAN
+    plan: list[tuple[Finder, float]] = (
+        [(_Definitions(), 1 / 4), *CODE_PLAN] if code else PROSE_PLAN
+    )
     spans: list[tuple[int, int]] = []
     floor = 0  # where the text not yet in any chunk begins
     start = len(text)  # where the previous chunk's tail begins; none yet
@@ -237,21 +265,54 @@ def _space(text: str, lo: int, hi: int, start: int) -> int:
     return found
 
 
-def _definition(text: str, lo: int, hi: int, start: int) -> int:
-    """The newline before the latest top-level definition (and its decorators/comments)."""
-    last = -1
-    for m in DEFINITION.finditer(text, lo, hi + 200):
-        q = m.start()
-        if q > hi:
-            break
-        for _ in range(MAX_PREAMBLE_LINES):
-            prev = text.rfind("\n", start, q)
-            if prev < 0 or not text[prev + 1 : q].lstrip().startswith(PREAMBLE):
+class _Definitions:
+    """The finder of top-level definitions in one code text: the newline before the
+    latest definition in [lo, hi] (and its decorators/comments). Its matches are found
+    once, on first use: a code file's windows overlap, and scanning each again was a
+    tenth of parsing the benchmark corpus. It gives what `DEFINITION.finditer(text, lo,
+    hi + 200)` gives: a match found with no end bound is the windowed search's own when
+    it ends inside the window (the pattern has no lookaround or anchor, so a bound can
+    only take matches away); one that ends past it is searched for again within it."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] | None = None
+        self.ends: list[int] = []
+
+    def _find(self, text: str) -> list[int]:
+        starts = []
+        for m in _DEFINITION_AT.finditer(text):
+            starts.append(m.start())
+            self.ends.append(m.end(1))
+        return starts
+
+    def __call__(self, text: str, lo: int, hi: int, start: int) -> int:
+        if self.starts is None:
+            self.starts = self._find(text)
+        starts = self.starts
+        last = -1
+        bound = hi + 200
+        cursor = lo  # where the windowed search goes on from
+        for i in range(bisect_left(starts, lo), len(starts)):
+            q = starts[i]
+            if q < cursor:
+                continue  # inside the match before it
+            if q > hi:
                 break
-            q = prev
-        if q >= lo:
-            last = q
-    return last
+            end = self.ends[i]
+            if end > bound:
+                m = DEFINITION.match(text, q, bound)
+                if m is None:
+                    continue
+                end = m.end()
+            cursor = end
+            for _ in range(MAX_PREAMBLE_LINES):
+                prev = text.rfind("\n", start, q)
+                if prev < 0 or not text[prev + 1 : q].lstrip().startswith(PREAMBLE):
+                    break
+                q = prev
+            if q >= lo:
+                last = q
+        return last
 
 
 PROSE_PLAN: list[tuple[Finder, float]] = [
@@ -261,8 +322,8 @@ PROSE_PLAN: list[tuple[Finder, float]] = [
     (_space, 1 / 2),
     (_space, 0.0),
 ]
+# After the definitions (1/4: `_Definitions`, one per text):
 CODE_PLAN: list[tuple[Finder, float]] = [
-    (_definition, 1 / 4),
     (_blank_line, 1 / 3),
     (_line_end, 1 / 2),
     (_space, 1 / 2),

@@ -129,14 +129,23 @@ def is_binary(path: Path, head: bytes | None = None) -> bool:
     walker calls next, fails it alone with the reason instead of skipping it silently.
     """
     kind = detect_type(path)
-    if kind is None:
-        return True
-    if kind[0] in ("pdf", "docx", "image"):
-        return False
-    if head is None:
+    if kind is not None and kind[0] not in CONTAINERS and head is None:
         try:
             with open(path, "rb") as fh:
                 head = fh.read(SNIFF_BYTES)
         except OSError:
             return False
+    return binary_kind(kind, head or b"")
+
+
+# Binary containers whose text we read (images by OCR): never "binary" here.
+CONTAINERS = ("pdf", "docx", "image")
+
+
+def binary_kind(kind: tuple[str, str | None] | None, head: bytes) -> bool:
+    """`is_binary` of a file whose `detect_type` and first bytes the caller has."""
+    if kind is None:
+        return True
+    if kind[0] in CONTAINERS:
+        return False
     return looks_binary(head)

@@ -29,6 +29,7 @@ from localgpt_cli.rag.types import ParsedDocument
 MAX_TITLE_CHARS = 120
 # What `str.splitlines` splits at.
 _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LEADING_SPACE = re.compile(r"\s*")  # what str.lstrip() strips: re's \s is str.isspace()
 # Between the title and the chunk: a blank line, as a title sits above its text. BERT-style
 # tokenizers read any whitespace run the same, so this costs no token over a single newline.
 TITLE_SEPARATOR = "\n\n"
@@ -84,9 +85,24 @@ def titled(title: str | None, text: str) -> bool:
 
 def _opens_with(text: str, title: str) -> bool:
     """Whether the chunk's first non-empty line starts with the title, Markdown heading
-    marks and spacing aside (`# Install  guide` opens with the title `Install guide`)."""
-    line = " ".join(_first_line(text).lstrip("#").split())
-    return line.startswith(title)
+    marks and spacing aside (`# Install  guide` opens with the title `Install guide`).
+
+    Asked of every chunk, whose first line may be all of it (a paragraph): so it first
+    looks at the line's first characters only. Their words, spaced as `_collapsed` spaces
+    them, begin the whole line's; when they are as long as the title, they decide."""
+    spaces = _LEADING_SPACE.match(text)
+    begin = spaces.end() if spaces else 0  # it always matches (maybe nothing)
+    piece = text[begin : begin + 2 * len(title) + 64]
+    found = _LINE_BREAK.search(piece)
+    start = _collapsed(piece[: found.start()] if found else piece)
+    if found or begin + len(piece) == len(text) or len(start) >= len(title):
+        return start.startswith(title)
+    return _collapsed(_first_line(text)).startswith(title)
+
+
+def _collapsed(line: str) -> str:
+    """A line with its heading marks dropped and its spacing made single spaces."""
+    return " ".join(line.lstrip("#").split())
 
 
 def _first_line(text: str) -> str:

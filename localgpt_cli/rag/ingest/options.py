@@ -13,7 +13,10 @@ DEFAULT_MAX_FILE_SIZE = 20_000_000
 DEFAULT_BATCH_SIZE = 64
 # Rows gathered before a commit: large enough that commits do not dominate a run over many
 # small files, small enough that a few MB of text and vectors are all that wait in memory.
-COMMIT_ROWS = 2000
+# Each commit costs LanceDB ~15 ms of CPU whatever its size (a file and a table version):
+# on the 20 MB corpus 23 commits of 2000 rows took 0.65 s, 5 of 10,000 0.33 s. When chunks
+# come faster than one commit a second (no embedding to wait for), 8000 rows a commit.
+COMMIT_ROWS = 8000
 # ...and at least this often (seconds), so a run killed while a slow CPU embeds thousands of
 # chunks loses at most this much work; a commit costs ~30-60 ms, a few percent of it.
 COMMIT_SECONDS = 1.0

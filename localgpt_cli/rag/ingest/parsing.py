@@ -20,8 +20,12 @@ from typing import TYPE_CHECKING, Any
 from localgpt_cli.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from localgpt_cli.rag.ingest.options import IngestOptions
-    from localgpt_cli.rag.types import Chunk, ParsedDocument
+    from localgpt_cli.rag.types import ParsedDocument, Section
+
+    Spans = Iterator[tuple[Section, int, int, int | None, int | None]]  # chunk.chunk_spans
 
 
 @dataclass
@@ -35,20 +39,38 @@ class Rows:
     longest: int = 0  # characters of the longest embedding input (no model prefix)
 
     @classmethod
-    def of(cls, chunks: list[Chunk], title: str | None) -> Rows:
-        from localgpt_cli.rag.store.rows import chunk_columns, text_hash
-        from localgpt_cli.rag.titles import titled, with_title
+    def of(cls, doc: ParsedDocument, document_id: str, spans: Spans, title: str | None) -> Rows:
+        """The rows of `doc`'s chunks (`chunk.chunk_spans`), in `chunk_columns`' order,
+        built without a `Chunk` per row, and their embedding inputs hashed (`embed_hash`,
+        the title hashed once for the document)."""
+        from localgpt_cli.rag.store.rows import chunk_id
 
-        flags = [titled(title, c.text) for c in chunks]  # `titles.embed_body`, in two steps
-        bodies = [
-            with_title(title, c.text) if flag else c.text
-            for c, flag in zip(chunks, flags, strict=True)
-        ]
-        return cls(
-            chunk_columns(chunks, [text_hash(body) for body in bodies]),
-            flags,
-            max((len(body) for body in bodies), default=0),
-        )
+        texts, pages, headings, line_starts, line_ends, confidences = [], [], [], [], [], []
+        for section, start, end, line_start, line_end in spans:
+            texts.append(section.text[start:end])
+            pages.append(section.page)
+            headings.append(section.heading)
+            line_starts.append(line_start)
+            line_ends.append(line_end)
+            confidences.append(section.ocr_confidence)
+        n = len(texts)
+        flags, hashes, longest = _embed_inputs(title, texts)
+        columns: dict[str, list[Any]] = {
+            "chunk_id": [chunk_id(document_id, i) for i in range(n)],
+            "document_id": [document_id] * n,
+            "path": [doc.path] * n,
+            "type": [doc.type] * n,
+            "ordinal": list(range(n)),
+            "text": texts,
+            "page": pages,
+            "heading": headings,
+            "line_start": line_starts,
+            "line_end": line_ends,
+            "text_hash": hashes,
+            "title": [title] * n,
+            "ocr_confidence": confidences,
+        }
+        return cls(columns, flags, longest)
 
     def __len__(self) -> int:
         return len(self.columns.get("chunk_id", ()))
@@ -64,6 +86,32 @@ class Rows:
 
         text = self.columns["text"][index]
         return with_title(title, text) if self.titled[index] else text
+
+
+def _embed_inputs(title: str | None, texts: list[str]) -> tuple[list[bool], list[str], int]:
+    """Whether each text gets the title above it (`titles.titled`), the hash of each
+    embedding input (`titles.embed_body`, hashed as `rows.text_hash` does), and the
+    longest input's length. The input itself is built only when it is sent."""
+    import hashlib
+
+    from localgpt_cli.rag.titles import TITLE_SEPARATOR, titled
+
+    head = hashlib.sha256(f"{title}{TITLE_SEPARATOR}".encode()) if title else None
+    extra = len(title) + len(TITLE_SEPARATOR) if title else 0
+    flags, hashes, longest = [], [], 0
+    for text in texts:
+        flag = titled(title, text)
+        if flag:
+            assert head is not None
+            h = head.copy()
+            h.update(text.encode("utf-8"))
+            longest = max(longest, extra + len(text))
+        else:
+            h = hashlib.sha256(text.encode("utf-8"))
+            longest = max(longest, len(text))
+        flags.append(flag)
+        hashes.append(h.hexdigest())
+    return flags, hashes, longest
 
 
 @dataclass
@@ -86,7 +134,7 @@ class Parsed:
 def parse_chunk(opts: IngestOptions, path: str, readable: bool, doc_id: str) -> Parsed:
     """Parse and cut the file at `path` (`readable`: its sha256 could be taken); never
     raises for a bad file, whose `Parsed` says why."""
-    from localgpt_cli.rag.chunk import chunk_document
+    from localgpt_cli.rag.chunk import chunk_spans
     from localgpt_cli.rag.parse import parse_file
     from localgpt_cli.rag.titles import document_title
 
@@ -95,9 +143,8 @@ def parse_chunk(opts: IngestOptions, path: str, readable: bool, doc_id: str) -> 
         if not readable:
             raise InvalidInput(f"{path}: cannot read")
         doc = parse_file(Path(path), max_bytes=opts.max_file_size, ocr=opts.ocr)
-        chunks = chunk_document(
+        spans = chunk_spans(
             doc,
-            doc_id,
             size=opts.chunk_size,
             overlap=opts.chunk_overlap,
             max_chunks=opts.max_chunks,
@@ -108,7 +155,6 @@ def parse_chunk(opts: IngestOptions, path: str, readable: bool, doc_id: str) -> 
         message = f"{path}: {type(exc).__name__}: {exc}"
         return Parsed.failed("parse_error", message, time.perf_counter() - start)
     title = document_title(doc)
+    rows = Rows.of(doc, doc_id, spans, title)
     doc.sections = []  # the rows hold the text now
-    for chunk in chunks:
-        chunk.title = title
-    return Parsed(doc, Rows.of(chunks, title), title, seconds=time.perf_counter() - start)
+    return Parsed(doc, rows, title, seconds=time.perf_counter() - start)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from localgpt_cli.rag import manifest as mf
 from localgpt_cli.rag.filetypes import SNIFF_BYTES
 from localgpt_cli.rag.ingest.document import Work, document_event, skipped_event
-from localgpt_cli.rag.ingest.options import path_options_key
+from localgpt_cli.rag.ingest.options import options_key, path_options_key
 from localgpt_cli.rag.ingest.summary import Event, elapsed_ms
 from localgpt_cli.rag.walk import FoundFile, under, walk
 
@@ -64,17 +65,37 @@ def file_sha256(path: str, limit: int) -> tuple[str, bytes]:
     """The sha256 of the file's first `limit + 1` bytes: all of it when it is within the
     size limit; a file that grew past the limit fails as too large when parsed, so
     hashing the rest (a log growing while read) would only make the run never end.
-    And its first bytes, which tell whether it is binary: one open and read for both."""
+    And its first bytes, which tell whether it is binary: one open and read for both.
+
+    Read with `os.readv` into one reused buffer: a buffered file object and a fresh 1 MiB
+    bytes object per read (freed back to the system: see heap.py) cost more than the
+    hashing of a typical 10 KB file, once per new file of a run."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        block = fh.read(max(SNIFF_BYTES, min(HASH_BLOCK, limit + 1)))
-        head = block[:SNIFF_BYTES]
-        h.update(block[: limit + 1])
-        left = limit + 1 - len(block)
-        while left > 0 and (block := fh.read(min(HASH_BLOCK, left))):
-            h.update(block)
-            left -= len(block)
+    head = b""
+    view = _read_buffer()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got, want = 0, max(SNIFF_BYTES, limit + 1)
+        while got < want and (n := os.readv(fd, [view[: want - got]])):
+            if got < SNIFF_BYTES:
+                head += bytes(view[: min(n, SNIFF_BYTES - got)])
+            if got <= limit:
+                h.update(view[: min(n, limit + 1 - got)])
+            got += n
+    finally:
+        os.close(fd)
     return h.hexdigest(), head
+
+
+def _read_buffer() -> memoryview:
+    """This thread's read buffer (HASH_BLOCK bytes), made once."""
+    view: memoryview | None = getattr(_BUFFERS, "view", None)
+    if view is None:
+        view = _BUFFERS.view = memoryview(bytearray(HASH_BLOCK))
+    return view
+
+
+_BUFFERS = threading.local()
 
 
 def classify(state: RunState, files: list[FoundFile]) -> Plan:
@@ -145,7 +166,7 @@ def _decide(
     gone_by_sha: dict[str, mf.Entry],
 ) -> None:
     """Put one file whose stat changed where it belongs, its sha256 deciding."""
-    from localgpt_cli.rag.filetypes import detect_type, is_binary
+    from localgpt_cli.rag.filetypes import binary_kind, detect_type
 
     opts, manifest = state.opts, state.manifest
     try:
@@ -156,7 +177,8 @@ def _decide(
     if entry is None and f.path in orphans:  # stored, unknown to the manifest
         plan.work.append(Work(f, sha, None, orphans[f.path]))
         return
-    options = path_options_key(opts, f.path)
+    kind = detect_type(Path(f.path))  # once: a Path and its suffix cost as much as the stat
+    options = options_key(opts, kind[0] if kind else None)
     if (
         entry is not None
         and not opts.force
@@ -168,10 +190,9 @@ def _decide(
         if not opts.dry_run:
             manifest.put(restat(entry, f))
         return
-    if entry is None and is_binary(Path(f.path), head):
+    if entry is None and binary_kind(kind, head):
         plan.sniffed.append(f)
         if not opts.dry_run:
-            kind = detect_type(Path(f.path))
             manifest.put(state.entry(f, sha, "", kind[0] if kind else None, 0, mf.SKIPPED))
         return
     old = gone_by_sha.get(sha) if entry is None and not opts.force else None

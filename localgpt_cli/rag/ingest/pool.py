@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
     from localgpt_cli.rag.ingest.document import Work
     from localgpt_cli.rag.ingest.options import IngestOptions
 
+# Tasks and results are pickled by `pickle.dumps` and sent as bytes (`recv` unpickles
+# them): `Connection.send` builds a `ForkingPickler` and copies copyreg's table each time,
+# once per file each way.
+PROTOCOL = pickle.HIGHEST_PROTOCOL
 # Files sent ahead to each worker, so it never waits for this process between two files.
 DEPTH = 2
 # Below this many bytes to parse, a run parses in this process: starting the workers
@@ -164,7 +169,9 @@ class ParsePool:
             worker = min(free, key=lambda w: len(w.sent))
             work, doc_id = run.tasks[number]
             try:
-                worker.send_end.send((number, work.found.path, bool(work.sha256), doc_id))
+                worker.send_end.send_bytes(
+                    pickle.dumps((number, work.found.path, bool(work.sha256), doc_id), PROTOCOL)
+                )
             except OSError:  # it died: `_collect` reads the end of its output
                 worker.broken = True
                 run.retry.appendleft(number)

@@ -1,15 +1,16 @@
 """A worker process of `pool.py`: `python -m localgpt_cli.rag.ingest.worker`.
 
 It reads the run's options, then (number, path, readable, document id) tasks from stdin,
-and writes (number, `Parsed`) to what was its stdout, framed and pickled by
-`multiprocessing.connection`. Its fd 1 is pointed at stderr, so that a parser printing
-something cannot corrupt the answers. It ends at a None task or at the end of its input
-(its parent is gone).
+and writes (number, `Parsed`) to what was its stdout, pickled (`pickle.dumps`: see
+pool.PROTOCOL) and framed by `multiprocessing.connection`. Its fd 1 is pointed at
+stderr, so that a parser printing something cannot corrupt the answers. It ends at a
+None task or at the end of its input (its parent is gone).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 from multiprocessing.connection import Connection
 
 
@@ -23,7 +24,8 @@ def serve() -> None:
         opts = inbox.recv()
         while (task := inbox.recv()) is not None:
             number, path, readable, doc_id = task
-            outbox.send((number, parse_chunk(opts, path, readable, doc_id)))
+            parsed = parse_chunk(opts, path, readable, doc_id)
+            outbox.send_bytes(pickle.dumps((number, parsed), pickle.HIGHEST_PROTOCOL))
     except (EOFError, BrokenPipeError):
         pass  # the run is over, or its process gone
 

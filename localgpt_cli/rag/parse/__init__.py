@@ -59,7 +59,7 @@ def parse_file(
 
         return parse_docx(path, max_bytes=max_bytes)
 
-    data = _read_bytes(path, max_bytes)
+    data = _read_bytes(path, max_bytes, size)
     if looks_binary(data):
         raise InvalidInput(f"{path}: binary file; skipped", code="binary_file")
     if doc_type == "html":
@@ -80,12 +80,22 @@ def parse_file(
     )
 
 
-def _read_bytes(path: Path, max_bytes: int) -> bytes:
-    """The file's bytes, never more than the limit: `stat` said it fits, but a file can grow
-    while it is read (a live log) or report a size it does not have (/proc)."""
+def _read_bytes(path: Path, max_bytes: int, size: int) -> bytes:
+    """The file's bytes, never more than the limit: `stat` said it fits (`size`), but a
+    file can grow while it is read (a live log) or report a size it does not have (/proc).
+
+    Read in pieces the size `stat` gave (then 64 KiB) rather than asking for the whole
+    limit at once, which made every read allocate (and hand back) 20 MB for a 10 KB file."""
+    want = max_bytes + 1
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        with open(path, "rb", buffering=0) as fh:
+            pieces: list[bytes] = []
+            got, ask = 0, size + 1
+            while got < want and (piece := fh.read(min(want - got, ask))):
+                pieces.append(piece)
+                got += len(piece)
+                ask = 1 << 16
+            data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if len(data) > max_bytes:
