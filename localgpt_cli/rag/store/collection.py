@@ -86,14 +86,15 @@ class Store:
     def __init__(self, uri: str, writer: bool = False):
         self.uri = uri
         self.writer = writer
+        self.session: Any = None  # a writer's LanceDB session, made when it connects
         self._db: Any = None
 
     def _session(self, lancedb: Any) -> Any:
         """The LanceDB session to connect with: a writer's has a bounded metadata cache
         (WRITER_METADATA_CACHE_BYTES); None is LanceDB's default."""
-        if not self.writer:
-            return None
-        return lancedb.Session(metadata_cache_size_bytes=WRITER_METADATA_CACHE_BYTES)
+        if self.writer and self.session is None:
+            self.session = lancedb.Session(metadata_cache_size_bytes=WRITER_METADATA_CACHE_BYTES)
+        return self.session
 
     @property
     def db(self) -> Any:
