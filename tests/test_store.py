@@ -370,3 +370,21 @@ def test_rows_without_vectors_mark_the_collection_pending(coll):
     assert embed_hash(b[1]) not in coll.embedded_hashes()
     coll.write_documents(["c"], make_chunks("c", ["v"]), [None], append=True)
     assert coll.count_with_vectors() == 3 and coll.count() == 5
+
+
+def test_a_writer_store_keeps_its_metadata_cache_bounded(tmp_path, monkeypatch):
+    """LanceDB caches the manifest of every version committed; a store opened to write
+    (ingest) keeps that cache near its cap, where LanceDB's default (1 GiB) lets it grow
+    with the commits."""
+    from localgpt_cli.rag.store import collection as store_collection
+
+    sizes = {}
+    for cap in (1 << 30, 64 << 10):
+        monkeypatch.setattr(store_collection, "WRITER_METADATA_CACHE_BYTES", cap)
+        store = open_store(tmp_path / f"db{cap}", writer=True)
+        coll = store.collection("notes", create=True)
+        for i in range(20):
+            put(coll, f"d{i}", make_chunks(f"d{i}", [f"text {i}"]), unit_vectors(1, i))
+        assert coll.count() == 20 and len(keyword_search(coll, "text", 50)) == 20
+        sizes[cap] = store.session.size_bytes
+    assert sizes[64 << 10] < 96 << 10 < sizes[1 << 30], sizes

@@ -316,7 +316,7 @@ def _default_model(app: App, store: Any) -> tuple[str, bool]:
 
 def _tune_process(app: App) -> None:
     """Settings of the libraries below, made before lancedb is first imported."""
-    from localgpt_cli.heap import bound_lance_buffers, pin_mmap_threshold
+    from localgpt_cli.heap import arrow_on_the_c_heap, bound_lance_buffers, pin_mmap_threshold
 
     if not app.debug:
         # LanceDB's Rust log goes straight to stderr (k-means notes while it trains the
@@ -325,6 +325,7 @@ def _tune_process(app: App) -> None:
         os.environ.setdefault("LANCEDB_LOG", "error")
     pin_mmap_threshold()  # keeps the run's memory flat: see localgpt_cli/heap.py
     bound_lance_buffers()  # the vector-index build's buffers: see localgpt_cli/heap.py
+    arrow_on_the_c_heap()  # freed row buffers go back: see localgpt_cli/heap.py
 
 
 def _show_run(app: App, run: Ingest, dry_run: bool) -> None:

@@ -93,7 +93,7 @@ def open_store(app: App, write: bool = False) -> Any:
         settings.writable_dir("db", keep=False, path=folder)
     elif write and sidecar.s3_location(settings.db_uri) is None:
         settings.writable_dir("home")  # other object stores keep their lock there
-    return open_(settings.db_uri)
+    return open_(settings.db_uri, writer=write)
 
 
 def _check_collection_name(app: App) -> None:

@@ -2,6 +2,7 @@
 
     python -m tests.bench.ingest_workers [--mb 20] [--runs 3] [--pdfs 200]
                                          [--delay 0.5] [--delay-mb 2] [--memory]
+                                         [--memory-workers 1,2]
 
 Every figure compares runs made in this one process, alternated (1, 2, 1, 2, ...), each
 `localgpt ingest` a real process with a fresh home; medians are reported, and ratios are
@@ -20,7 +21,8 @@ taken between the medians, so a machine loaded by other work slows both sides al
    peak of the summed RSS of the ingest process and its workers, sampled every 50 ms,
    where it fell (streaming, or the final optimize: compaction, full-text and vector
    indexes; the seconds into the run, and the optimize's own), and the ingest process's
-   own peak (getrusage).
+   own peak (getrusage). `--memory-workers 1` measures one worker count only (a 200 MB
+   run with embeddings takes ~10 minutes).
 """
 
 from __future__ import annotations
@@ -169,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--delay-mb", type=float, default=2)
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--memory-workers", default="1,2", help="worker counts of --memory")
     parser.add_argument("--skip", default="", help="parts to skip: mbs,pdf,delay")
     args = parser.parse_args(argv)
     figures: dict[str, Any] = {}
@@ -220,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             }  # fmt: skip
         if args.memory:
             runs = alternate(1, lambda side, _: ingest(corpus, fresh(), env, "--workers", side),
-                             ("1", "2"))  # fmt: skip
+                             tuple(args.memory_workers.split(",")))  # fmt: skip
             figures["memory"] = {
                 f"workers_{side}": {"peak_sum_mb": round(r[0]["peak_sum_mb"]),
                                     "peak_ingest_mb": round(r[0]["peak_own_mb"]),

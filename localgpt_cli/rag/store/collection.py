@@ -27,6 +27,14 @@ from localgpt_cli.rag.store.writes import Writes
 
 COLLECTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
+# LanceDB's metadata cache for a store opened to write (ingest). Its default, 1 GiB, keeps
+# the manifest of every version a run commits, each listing every fragment so far: the
+# cache grows with the square of the commits (one a second while embeddings come in), and
+# a writer never reads those versions again. Measured on 60 MB of the README's corpus with
+# embeddings: 17-27 MB by the final optimize, 28-43 MB after it; capped at 4 MiB, 3 MB,
+# run and optimize no slower (`python -m tests.bench.ingest_workers --memory`, README).
+WRITER_METADATA_CACHE_BYTES = 8 << 20
+
 
 def validate_collection_name(name: str) -> str:
     """Collection names become table (directory) names: keep them to a safe alphabet."""
@@ -66,17 +74,27 @@ class CollectionStats:
     health: IndexHealth | None = None
 
 
-def open_store(uri: str | Path) -> Store:
-    """A store at `uri` (a local folder or an object-store URI); connects on first use."""
-    return Store(str(uri))
+def open_store(uri: str | Path, writer: bool = False) -> Store:
+    """A store at `uri` (a local folder or an object-store URI); connects on first use.
+    `writer`: opened to write many commits (ingest), with a small metadata cache."""
+    return Store(str(uri), writer)
 
 
 class Store:
     """A LanceDB database: the collections of one localgpt home (or a shared URI)."""
 
-    def __init__(self, uri: str):
+    def __init__(self, uri: str, writer: bool = False):
         self.uri = uri
+        self.writer = writer
+        self.session: Any = None  # a writer's LanceDB session, made when it connects
         self._db: Any = None
+
+    def _session(self, lancedb: Any) -> Any:
+        """The LanceDB session to connect with: a writer's has a bounded metadata cache
+        (WRITER_METADATA_CACHE_BYTES); None is LanceDB's default."""
+        if self.writer and self.session is None:
+            self.session = lancedb.Session(metadata_cache_size_bytes=WRITER_METADATA_CACHE_BYTES)
+        return self.session
 
     @property
     def db(self) -> Any:
@@ -87,7 +105,7 @@ class Store:
                 self._db = self._connect_remote(lancedb)
                 return self._db
             try:  # lancedb.connect creates a local folder that does not exist yet
-                self._db = lancedb.connect(self.uri)
+                self._db = lancedb.connect(self.uri, session=self._session(lancedb))
             except (OSError, ValueError, RuntimeError) as exc:
                 raise InvalidInput(
                     f"Cannot open the knowledge base at {self.uri}: {exc}",
@@ -99,7 +117,11 @@ class Store:
         """The object store's database, every call of which is bounded (deadline.py)."""
         options = remote.storage_options(self.uri)
         try:
-            db = within(lambda: lancedb.connect(self.uri, storage_options=options), self.uri)
+            session = self._session(lancedb)
+            db = within(
+                lambda: lancedb.connect(self.uri, storage_options=options, session=session),
+                self.uri,
+            )
         except (OSError, ValueError, RuntimeError) as exc:
             raise remote.store_error(exc, self.uri) from exc
         return Deadlined(db, self.uri)
