@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -24,15 +23,12 @@ from tests.cli import ROOT, Result, run
 from tests.faults import bounded, children
 from tests.kb import paragraph
 from tests.pty_run import run_on_pty
+from tests.rayhead import RAY_ENV, RayHead, cmdline
 from tests.requires import unavailable
 from tests.s3server import free_port, serving
 from tests.standin import StandIn, hashed_embeddings
 
 pytestmark = pytest.mark.timeout(600)
-
-# The test cluster and its clients: no token (Ray's default makes one in ~/.ray, which a
-# user's cluster keeps).
-RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
 
 
 def _need_ray() -> None:
@@ -44,32 +40,16 @@ def _need_ray() -> None:
 
 
 @pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
-    """A Ray head on loopback with 2 CPUs, its `ray start --block` process our child (its
-    own processes are that one's children, stopped with it)."""
+def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
+    """A Ray head on loopback with 2 CPUs for the module (tests/rayhead.py); a test that
+    kills it starts it again at the same address before it ends."""
     _need_ray()
-    port = free_port()
-    ray = str(Path(sys.executable).parent / "ray")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV}
-    log = (tmp_path_factory.mktemp("ray") / "head.log").open("wb")
-    proc = subprocess.Popen(
-        [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
-         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-    )  # fmt: skip
-    address = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while not any("raylet" in _cmdline(p) for p in children(proc.pid)):
-        assert proc.poll() is None and time.monotonic() < deadline, "ray start failed"
-        time.sleep(0.5)
+    cluster = RayHead(tmp_path_factory.mktemp("ray"))
+    cluster.start()
     try:
-        yield address, proc
+        yield cluster
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        cluster.stop()
 
 
 @pytest.fixture
@@ -138,8 +118,8 @@ def _same_store(a: str, b: str) -> None:
         assert np.allclose(vector, right[chunk_id][3], atol=1e-5)
 
 
-def test_same_result_as_the_plain_engine_and_mixed_use(head: Any, kb: dict[str, Any]) -> None:
-    address, _ = head
+def test_same_result_as_the_plain_engine_and_mixed_use(head: RayHead, kb: dict[str, Any]) -> None:
+    address = head.address
     plain_db, ray_db = str(kb["tmp"] / "plain" / "lancedb"), str(kb["tmp"] / "ray" / "lancedb")
     plain = _ingest(kb, "plain")
     by_ray = _ingest(kb, "ray", "--engine", "ray", "--address", address)
@@ -181,23 +161,9 @@ def test_ray_instance_in_process_against_s3(
         _same_store(str(kb["tmp"] / "plain" / "lancedb"), db)
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def _embedding_actors(head_proc: subprocess.Popen) -> list[int]:
+def _embedding_actors(head: RayHead) -> list[int]:
     """The pids of the cluster's embedding actors (their process title names the stage)."""
-    found: list[int] = []
-    stack = [head_proc.pid]
-    while stack:
-        for pid in children(stack.pop()):
-            stack.append(pid)
-            if "MapBatches(BoundEmbed)" in _cmdline(pid):
-                found.append(pid)
-    return found
+    return [pid for pid in head.pids() if "MapBatches(BoundEmbed)" in cmdline(pid)]
 
 
 def _slow_embedder(entered: threading.Event, seconds: float, at: int = 1) -> Any:
@@ -215,9 +181,9 @@ def _slow_embedder(entered: threading.Event, seconds: float, at: int = 1) -> Any
 
 
 def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
-    head: Any, kb: dict[str, Any]
+    head: RayHead, kb: dict[str, Any]
 ) -> None:
-    address, proc = head
+    address = head.address
     entered = threading.Event()
     # The first request is the driver's own (the new collection's vector dimension); the
     # second comes from an actor, killed while it waits for the answer.
@@ -225,7 +191,7 @@ def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
 
     def kill_an_actor() -> None:
         assert entered.wait(300), "no embedding request came"
-        for pid in _embedding_actors(proc):
+        for pid in _embedding_actors(head):
             os.kill(pid, signal.SIGKILL)
 
     killer = threading.Thread(target=kill_an_actor)
@@ -248,9 +214,9 @@ def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
 
 
 def test_ctrl_c_stops_the_run_and_leaves_nothing_half_written(
-    head: Any, kb: dict[str, Any]
+    head: RayHead, kb: dict[str, Any]
 ) -> None:
-    address, _ = head
+    address = head.address
     entered = threading.Event()
     kb["standin"].set_embedder("nomic-embed-text", _slow_embedder(entered, 1.0))
     home = kb["tmp"] / "pty"
@@ -283,10 +249,11 @@ def test_no_cluster_at_the_address_is_one_line_and_exit_3(kb: dict[str, Any]) ->
     assert not (kb["tmp"] / "none" / "lancedb" / "default.lance" / "data").exists()
 
 
-def test_a_hung_cluster_is_bounded_by_the_deadline(head: Any, kb: dict[str, Any]) -> None:
-    address, proc = head
-    stopped = [p for p in children(proc.pid) if any(
-        name in _cmdline(p) for name in ("gcs_server", "raylet"))]  # fmt: skip
+def test_a_hung_cluster_is_bounded_by_the_deadline(head: RayHead, kb: dict[str, Any]) -> None:
+    address = head.address
+    assert head.proc is not None
+    stopped = [p for p in children(head.proc.pid) if any(
+        name in cmdline(p) for name in ("gcs_server", "raylet"))]  # fmt: skip
     env = {**os.environ, "LOCALGPT_HOME": str(kb["tmp"] / "hung"), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "localgpt_cli", "--host", kb["host"], "ingest",
            str(kb["corpus"]), "--engine", "ray", "--address", address, "--ray-timeout", "15"]
@@ -316,4 +283,5 @@ def test_missing_extra_is_one_line(tmp_path: Path) -> None:
     result = run("ingest", str(tmp_path / "a.md"), "--engine", "ray", env=env)
     assert result.exit_code == 6
     assert "pip install -e '.[ray]'" in result.stderr and "Traceback" not in result.stderr
+
 
