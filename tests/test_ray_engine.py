@@ -8,6 +8,7 @@ afterwards (rows, vectors, the manifest), compared with the plain engine's."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.cli import ROOT, Result, run
-from tests.faults import bounded, children
+from tests.faults import Faults, bounded, children
 from tests.kb import paragraph
 from tests.pty_run import run_on_pty
 from tests.rayhead import RAY_ENV, RayHead, cmdline
@@ -285,3 +286,94 @@ def test_missing_extra_is_one_line(tmp_path: Path) -> None:
     assert "pip install -e '.[ray]'" in result.stderr and "Traceback" not in result.stderr
 
 
+
+@pytest.fixture
+def crashing(head: RayHead) -> Iterator[RayHead]:
+    """The module's head, for a test that kills it: started again at its address after
+    the test whatever became of it, so the tests after it find a cluster there."""
+    yield head
+    if not head.up():
+        Faults(head).kill()
+        head.gone()
+        head.start()
+
+
+def _ray_run(
+    kb: dict[str, Any], home: Path, address: str, *args: str, deadline: float = 60
+) -> Result:
+    """`ingest --engine ray --address ADDRESS` under a deadline: a run that outlives it
+    (by the 10 s `bounded` allows) fails the test."""
+    env = {**os.environ, "LOCALGPT_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "localgpt_cli", "--host", kb["host"], "ingest",
+           str(kb["corpus"]), "--json", "--engine", "ray", "--address", address, *args]  # fmt: skip
+    done = bounded(cmd, deadline, env=env, cwd=str(ROOT))
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def _last_line(result: Result) -> str:
+    """The run's last word on stderr (Ray's own log lines may come before it)."""
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert all(line.startswith("{") for line in result.stdout.splitlines()), result.stdout
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_the_head_killed_mid_run_then_started_again_at_the_same_address(
+    crashing: RayHead, kb: dict[str, Any]
+) -> None:
+    """The head crashes (all its processes SIGKILLed) while the run waits for an
+    embedding: the run ends within --ray-timeout, exit 3, one line naming the cluster,
+    and the stored rows and the manifest are as before; with the head down a run is
+    refused at once; a head started again at the same address completes the run."""
+    head, home = crashing, kb["tmp"] / "crash"
+    db = str(home / "lancedb")
+    assert _ingest(kb, "crash").exit_code == 0  # the stored collection (plain engine)
+    rows, manifest = _stored(db), _manifest(db, home)
+    changed = kb["corpus"] / "note1.md"
+    changed.write_text("# Note 1\n\n" + paragraph(99, 40) + "\n")
+    entered = threading.Event()
+    kb["standin"].set_embedder("nomic-embed-text", _slow_embedder(entered, 2.0))
+
+    def crash() -> None:
+        if entered.wait(120):  # an actor's request: the run is under way on the cluster
+            Faults(head).kill()
+
+    killer = threading.Thread(target=crash, daemon=True)
+    killer.start()
+    # The run's clock starts with the pipeline; 30 s leaves the actors time to start on
+    # a loaded machine, and 60 s more is Ray's import and joining the cluster.
+    mid_run = _ray_run(kb, home, head.address, "--ray-timeout", "30", deadline=90)
+    killer.join()
+    assert entered.is_set(), f"the run ended before the crash: {mid_run.stderr[-2000:]}"
+    assert not head.up()
+    assert mid_run.exit_code == 3, mid_run.stderr[-2000:]
+    assert _last_line(mid_run) == (
+        f"localgpt: error: The Ray cluster at {head.address} sent nothing for 30 s. What "
+        "was committed is kept; run again once the cluster answers (ray status), or raise "
+        "--ray-timeout."
+    )
+    assert mid_run.records()[-1]["code"] == "ray_unreachable"
+    assert (_stored(db), _manifest(db, home)) == (rows, manifest)
+    head.gone()
+    down = _ray_run(kb, home, head.address)
+    assert down.exit_code == 3 and down.stderr.count("\n") == 1, down.stderr[-2000:]
+    assert _last_line(down).startswith(
+        f"localgpt: error: No Ray cluster at {head.address}: Connection refused."
+    )
+    assert (_stored(db), _manifest(db, home)) == (rows, manifest)
+    kb["standin"].set_embedder("nomic-embed-text", lambda t: hashed_embeddings(t, 768))
+    head.start()
+    again = _ray_run(kb, home, head.address)
+    assert again.exit_code == 0, again.stderr[-2000:]
+    assert [(Path(p).name, s) for p, s, *_ in _documents(again)] == [("note1.md", "updated")]
+    after, note1 = _stored(db), manifest[str(changed)][0]
+    assert {k: v for k, v in after.items() if v[0] != note1} == {
+        k: v for k, v in rows.items() if v[0] != note1
+    }  # nothing else lost or changed
+    entries = _manifest(db, home)
+    assert entries[str(changed)][1] == hashlib.sha256(changed.read_bytes()).hexdigest()
+    assert sum(v[0] == note1 for v in after.values()) == entries[str(changed)][2] > 0
+    assert {p: e for p, e in entries.items() if p != str(changed)} == {
+        p: e for p, e in manifest.items() if p != str(changed)
+    }
+    unchanged = _ingest(kb, "crash", "--engine", "ray", "--address", head.address)
+    assert unchanged.exit_code == 0 and _summary(unchanged)["embedded"] == 0

@@ -58,6 +58,8 @@ def import_ray() -> Any:
 def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[Any]:
     """Connected to the cluster at `address` (a Ray instance of this process if None)
     for the block; left at its end, which stops this run's tasks and actors."""
+    if address:
+        _driver_settings(deadline)  # before Ray is imported: its core reads them then
     ray = import_ray()
     where = address or "a Ray instance in this process"
     if address:
@@ -85,6 +87,20 @@ def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[
 
 
 _hung = threading.Event()  # the cluster stopped answering: leaving it would wait too
+
+
+def _driver_settings(deadline: float) -> None:
+    """Ray's core in this process joining a cluster, read from the environment when Ray
+    is imported (a user's own values win; an instance started here would pass them on to
+    its own processes). When the head dies mid-run (killed, out of memory) the end of the
+    run must be ours: one line and exit 3 after `deadline` (`stream`). Ray's own ends the
+    process 60 s after it lost the GCS, exit 1, with no error record; its clock is set
+    past ours, by the time a commit in between may take on a slow store. Its C++ log
+    lines (the GCS it cannot reach, every second, also after our line) are not for the
+    person running ingest: only a fatal one is written."""
+    reconnect = str(round(deadline + 300))
+    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", reconnect)
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 
 
 def _quiet(ray: Any) -> None:
