@@ -9,9 +9,11 @@ while the run goes on each block of results must arrive within it too (`stream`)
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -84,6 +86,15 @@ def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[
     finally:
         if not _hung.is_set():  # leaving a stopped cluster would wait on it too
             ray.shutdown()
+        else:
+            atexit.register(_end_now, getattr(sys.exc_info()[1], "exit_code", 3))
+
+
+def _end_now(code: int) -> None:
+    """The last exit handler (registered last, run first) after the cluster stopped
+    answering: the error is said and the output flushed, and Ray's own teardown would
+    wait on the lost cluster, or crash in it (SIGSEGV after a dead head, seen here)."""
+    os._exit(code)
 
 
 _hung = threading.Event()  # the cluster stopped answering: leaving it would wait too
