@@ -41,6 +41,10 @@ def check(address: str | None) -> None:
 
 def import_ray() -> Any:
     """The `ray` module, or one line naming the extra to install."""
+    # Ray joins a cluster where `cluster` says only, never again on its own: after Ctrl-C
+    # left it, Ray Data's reader thread, still running, joined it anew (Ray's auto-connect)
+    # and raced the exit (a traceback from ray.init).
+    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:
         import lance_ray  # noqa: F401  (checked here: the workers write with it)
         import ray
