@@ -8,9 +8,9 @@ afterwards (rows, vectors, the manifest), compared with the plain engine's."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,18 +21,15 @@ from typing import Any
 import pytest
 
 from tests.cli import ROOT, Result, run
-from tests.faults import bounded, children
+from tests.faults import Faults, bounded, children
 from tests.kb import paragraph
 from tests.pty_run import run_on_pty
+from tests.rayhead import RAY_ENV, RayHead, cmdline
 from tests.requires import unavailable
 from tests.s3server import free_port, serving
 from tests.standin import StandIn, hashed_embeddings
 
 pytestmark = pytest.mark.timeout(600)
-
-# The test cluster and its clients: no token (Ray's default makes one in ~/.ray, which a
-# user's cluster keeps).
-RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
 
 
 def _need_ray() -> None:
@@ -44,32 +41,16 @@ def _need_ray() -> None:
 
 
 @pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
-    """A Ray head on loopback with 2 CPUs, its `ray start --block` process our child (its
-    own processes are that one's children, stopped with it)."""
+def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
+    """A Ray head on loopback with 2 CPUs for the module (tests/rayhead.py); a test that
+    kills it starts it again at the same address before it ends."""
     _need_ray()
-    port = free_port()
-    ray = str(Path(sys.executable).parent / "ray")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV}
-    log = (tmp_path_factory.mktemp("ray") / "head.log").open("wb")
-    proc = subprocess.Popen(
-        [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
-         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-    )  # fmt: skip
-    address = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while not any("raylet" in _cmdline(p) for p in children(proc.pid)):
-        assert proc.poll() is None and time.monotonic() < deadline, "ray start failed"
-        time.sleep(0.5)
+    cluster = RayHead(tmp_path_factory.mktemp("ray"))
+    cluster.start()
     try:
-        yield address, proc
+        yield cluster
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        cluster.stop()
 
 
 @pytest.fixture
@@ -138,8 +119,8 @@ def _same_store(a: str, b: str) -> None:
         assert np.allclose(vector, right[chunk_id][3], atol=1e-5)
 
 
-def test_same_result_as_the_plain_engine_and_mixed_use(head: Any, kb: dict[str, Any]) -> None:
-    address, _ = head
+def test_same_result_as_the_plain_engine_and_mixed_use(head: RayHead, kb: dict[str, Any]) -> None:
+    address = head.address
     plain_db, ray_db = str(kb["tmp"] / "plain" / "lancedb"), str(kb["tmp"] / "ray" / "lancedb")
     plain = _ingest(kb, "plain")
     by_ray = _ingest(kb, "ray", "--engine", "ray", "--address", address)
@@ -181,23 +162,9 @@ def test_ray_instance_in_process_against_s3(
         _same_store(str(kb["tmp"] / "plain" / "lancedb"), db)
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def _embedding_actors(head_proc: subprocess.Popen) -> list[int]:
+def _embedding_actors(head: RayHead) -> list[int]:
     """The pids of the cluster's embedding actors (their process title names the stage)."""
-    found: list[int] = []
-    stack = [head_proc.pid]
-    while stack:
-        for pid in children(stack.pop()):
-            stack.append(pid)
-            if "MapBatches(BoundEmbed)" in _cmdline(pid):
-                found.append(pid)
-    return found
+    return [pid for pid in head.pids() if "MapBatches(BoundEmbed)" in cmdline(pid)]
 
 
 def _slow_embedder(entered: threading.Event, seconds: float, at: int = 1) -> Any:
@@ -215,9 +182,9 @@ def _slow_embedder(entered: threading.Event, seconds: float, at: int = 1) -> Any
 
 
 def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
-    head: Any, kb: dict[str, Any]
+    head: RayHead, kb: dict[str, Any]
 ) -> None:
-    address, proc = head
+    address = head.address
     entered = threading.Event()
     # The first request is the driver's own (the new collection's vector dimension); the
     # second comes from an actor, killed while it waits for the answer.
@@ -225,7 +192,7 @@ def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
 
     def kill_an_actor() -> None:
         assert entered.wait(300), "no embedding request came"
-        for pid in _embedding_actors(proc):
+        for pid in _embedding_actors(head):
             os.kill(pid, signal.SIGKILL)
 
     killer = threading.Thread(target=kill_an_actor)
@@ -248,9 +215,9 @@ def test_a_killed_worker_fails_its_files_and_the_next_run_completes_them(
 
 
 def test_ctrl_c_stops_the_run_and_leaves_nothing_half_written(
-    head: Any, kb: dict[str, Any]
+    head: RayHead, kb: dict[str, Any]
 ) -> None:
-    address, _ = head
+    address = head.address
     entered = threading.Event()
     kb["standin"].set_embedder("nomic-embed-text", _slow_embedder(entered, 1.0))
     home = kb["tmp"] / "pty"
@@ -283,10 +250,11 @@ def test_no_cluster_at_the_address_is_one_line_and_exit_3(kb: dict[str, Any]) ->
     assert not (kb["tmp"] / "none" / "lancedb" / "default.lance" / "data").exists()
 
 
-def test_a_hung_cluster_is_bounded_by_the_deadline(head: Any, kb: dict[str, Any]) -> None:
-    address, proc = head
-    stopped = [p for p in children(proc.pid) if any(
-        name in _cmdline(p) for name in ("gcs_server", "raylet"))]  # fmt: skip
+def test_a_hung_cluster_is_bounded_by_the_deadline(head: RayHead, kb: dict[str, Any]) -> None:
+    address = head.address
+    assert head.proc is not None
+    stopped = [p for p in children(head.proc.pid) if any(
+        name in cmdline(p) for name in ("gcs_server", "raylet"))]  # fmt: skip
     env = {**os.environ, "LOCALGPT_HOME": str(kb["tmp"] / "hung"), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "localgpt_cli", "--host", kb["host"], "ingest",
            str(kb["corpus"]), "--engine", "ray", "--address", address, "--ray-timeout", "15"]
@@ -317,3 +285,95 @@ def test_missing_extra_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 6
     assert "pip install -e '.[ray]'" in result.stderr and "Traceback" not in result.stderr
 
+
+
+@pytest.fixture
+def crashing(head: RayHead) -> Iterator[RayHead]:
+    """The module's head, for a test that kills it: started again at its address after
+    the test whatever became of it, so the tests after it find a cluster there."""
+    yield head
+    if not head.up():
+        Faults(head).kill()
+        head.gone()
+        head.start()
+
+
+def _ray_run(
+    kb: dict[str, Any], home: Path, address: str, *args: str, deadline: float = 60
+) -> Result:
+    """`ingest --engine ray --address ADDRESS` under a deadline: a run that outlives it
+    (by the 10 s `bounded` allows) fails the test."""
+    env = {**os.environ, "LOCALGPT_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "localgpt_cli", "--host", kb["host"], "ingest",
+           str(kb["corpus"]), "--json", "--engine", "ray", "--address", address, *args]  # fmt: skip
+    done = bounded(cmd, deadline, env=env, cwd=str(ROOT))
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def _last_line(result: Result) -> str:
+    """The run's last word on stderr (Ray's own log lines may come before it)."""
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert all(line.startswith("{") for line in result.stdout.splitlines()), result.stdout
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_the_head_killed_mid_run_then_started_again_at_the_same_address(
+    crashing: RayHead, kb: dict[str, Any]
+) -> None:
+    """The head crashes (all its processes SIGKILLed) while the run waits for an
+    embedding: the run ends within --ray-timeout, exit 3, one line naming the cluster,
+    and the stored rows and the manifest are as before; with the head down a run is
+    refused at once; a head started again at the same address completes the run."""
+    head, home = crashing, kb["tmp"] / "crash"
+    db = str(home / "lancedb")
+    assert _ingest(kb, "crash").exit_code == 0  # the stored collection (plain engine)
+    rows, manifest = _stored(db), _manifest(db, home)
+    changed = kb["corpus"] / "note1.md"
+    changed.write_text("# Note 1\n\n" + paragraph(99, 40) + "\n")
+    entered = threading.Event()
+    kb["standin"].set_embedder("nomic-embed-text", _slow_embedder(entered, 2.0))
+
+    def crash() -> None:
+        if entered.wait(120):  # an actor's request: the run is under way on the cluster
+            Faults(head).kill()
+
+    killer = threading.Thread(target=crash, daemon=True)
+    killer.start()
+    # The run's clock starts with the pipeline; 30 s leaves the actors time to start on
+    # a loaded machine, and 60 s more is Ray's import and joining the cluster.
+    mid_run = _ray_run(kb, home, head.address, "--ray-timeout", "30", deadline=90)
+    killer.join()
+    assert entered.is_set(), f"the run ended before the crash: {mid_run.stderr[-2000:]}"
+    assert not head.up()
+    assert mid_run.exit_code == 3, mid_run.stderr[-2000:]
+    assert _last_line(mid_run) == (
+        f"localgpt: error: The Ray cluster at {head.address} sent nothing for 30 s. What "
+        "was committed is kept; run again once the cluster answers (ray status), or raise "
+        "--ray-timeout."
+    )
+    assert mid_run.records()[-1]["code"] == "ray_unreachable"
+    assert (_stored(db), _manifest(db, home)) == (rows, manifest)
+    head.gone()
+    down = _ray_run(kb, home, head.address)
+    assert down.exit_code == 3 and down.stderr.count("\n") == 1, down.stderr[-2000:]
+    assert _last_line(down).startswith(
+        f"localgpt: error: No Ray cluster at {head.address}: Connection refused."
+    )
+    assert (_stored(db), _manifest(db, home)) == (rows, manifest)
+    kb["standin"].set_embedder("nomic-embed-text", lambda t: hashed_embeddings(t, 768))
+    head.start()
+    again = _ray_run(kb, home, head.address)
+    assert again.exit_code == 0, again.stderr[-2000:]
+    assert [(Path(p).name, s) for p, s, *_ in _documents(again)] == [("note1.md", "updated")]
+    after, note1 = _stored(db), manifest[str(changed)][0]
+    assert {k: v for k, v in after.items() if v[0] != note1} == {
+        k: v for k, v in rows.items() if v[0] != note1
+    }  # nothing else lost or changed
+    entries = _manifest(db, home)
+    assert entries[str(changed)][1] == hashlib.sha256(changed.read_bytes()).hexdigest()
+    assert sum(v[0] == note1 for v in after.values()) == entries[str(changed)][2] > 0
+    assert {p: e for p, e in entries.items() if p != str(changed)} == {
+        p: e for p, e in manifest.items() if p != str(changed)
+    }
+    unchanged = _ingest(kb, "crash", "--engine", "ray", "--address", head.address)
+    assert unchanged.exit_code == 0 and _summary(unchanged)["embedded"] == 0

@@ -9,9 +9,11 @@ while the run goes on each block of results must arrive within it too (`stream`)
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -39,6 +41,10 @@ def check(address: str | None) -> None:
 
 def import_ray() -> Any:
     """The `ray` module, or one line naming the extra to install."""
+    # Ray joins a cluster where `cluster` says only, never again on its own: after Ctrl-C
+    # left it, Ray Data's reader thread, still running, joined it anew (Ray's auto-connect)
+    # and raced the exit (a traceback from ray.init).
+    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:
         import lance_ray  # noqa: F401  (checked here: the workers write with it)
         import ray
@@ -58,6 +64,8 @@ def import_ray() -> Any:
 def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[Any]:
     """Connected to the cluster at `address` (a Ray instance of this process if None)
     for the block; left at its end, which stops this run's tasks and actors."""
+    if address:
+        _driver_settings(deadline)  # before Ray is imported: its core reads them then
     ray = import_ray()
     where = address or "a Ray instance in this process"
     if address:
@@ -82,9 +90,32 @@ def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[
     finally:
         if not _hung.is_set():  # leaving a stopped cluster would wait on it too
             ray.shutdown()
+        else:
+            atexit.register(_end_now, getattr(sys.exc_info()[1], "exit_code", 3))
+
+
+def _end_now(code: int) -> None:
+    """The last exit handler (registered last, run first) after the cluster stopped
+    answering: the error is said and the output flushed, and Ray's own teardown would
+    wait on the lost cluster, or crash in it (SIGSEGV after a dead head, seen here)."""
+    os._exit(code)
 
 
 _hung = threading.Event()  # the cluster stopped answering: leaving it would wait too
+
+
+def _driver_settings(deadline: float) -> None:
+    """Ray's core in this process joining a cluster, read from the environment when Ray
+    is imported (a user's own values win; an instance started here would pass them on to
+    its own processes). When the head dies mid-run (killed, out of memory) the end of the
+    run must be ours: one line and exit 3 after `deadline` (`stream`). Ray's own ends the
+    process 60 s after it lost the GCS, exit 1, with no error record; its clock is set
+    past ours, by the time a commit in between may take on a slow store. Its C++ log
+    lines (the GCS it cannot reach, every second, also after our line) are not for the
+    person running ingest: only a fatal one is written."""
+    reconnect = str(round(deadline + 300))
+    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", reconnect)
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
 
 
 def _quiet(ray: Any) -> None:
