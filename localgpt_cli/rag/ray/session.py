@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 from localgpt_cli import threads
@@ -97,7 +97,12 @@ def cluster(address: str | None, deadline: float = CONNECT_SECONDS) -> Iterator[
 def _end_now(code: int) -> None:
     """The last exit handler (registered last, run first) after the cluster stopped
     answering: the error is said and the output flushed, and Ray's own teardown would
-    wait on the lost cluster, or crash in it (SIGSEGV after a dead head, seen here)."""
+    wait on the lost cluster, or crash in it (SIGSEGV after a dead head, seen here).
+    Exit handlers run before Python flushes its streams: flushed here, or the records
+    still buffered for a pipe would be lost."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):  # a closed pipe: nothing left to save
+            stream.flush()
     os._exit(code)
 
 
