@@ -27,6 +27,7 @@ from localgpt_cli.errors import LocalGPTError, OllamaUnreachable
 
 if TYPE_CHECKING:
     from localgpt_cli.llm.provider import Embedder, EmbedStats
+    from localgpt_cli.rag.hashkeys import KnownHashes
     from localgpt_cli.rag.store import Collection
 
 # Longest text sent to the embedding model, in characters. Chunks are far shorter by
@@ -111,7 +112,7 @@ class EmbedQueue:
         self.stats = stats
         self.down: LocalGPTError | None = None
         self.embedded = 0
-        self._known: set[str] | None = None
+        self._known: KnownHashes | None = None  # stored with a vector (8 bytes each)
         self._queue: dict[str, tuple[str, list[Any]]] = {}  # hash -> (input, refs)
         self._prefix = prefixes(model)[0]  # what is sent: the prefix, then the text
         # Called before the cache reads the collection (ingest: a commit may be in flight).
@@ -123,8 +124,8 @@ class EmbedQueue:
             self._known.update(hashes)
 
     def forget(self) -> None:
-        """Drop the set of stored text hashes (~150 bytes a chunk: 70 MB at 460k chunks)
-        once no text is left to embed, before the run's memory peak in the index build."""
+        """Drop the stored text hashes once no text is left to embed, before the run's
+        memory peak in the index build."""
         self._known = None
 
     def cached(self, hashes: Sequence[str]) -> dict[str, Any]:
@@ -138,7 +139,7 @@ class EmbedQueue:
             self._known = self.collection.embedded_hashes()
         if not self._known:  # a new collection: nothing to reuse yet
             return {}
-        wanted = [h for h in set(hashes) if h in self._known]
+        wanted = self._known.among(hashes)
         if not wanted:
             return {}
         self.before_lookup()

@@ -8,7 +8,7 @@ row is missing its vector.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localgpt_cli.rag.store.rows import (
     FILTER_BATCH,
@@ -25,6 +25,9 @@ from localgpt_cli.rag.store.rows import (
 )
 from localgpt_cli.rag.store.table import CollectionTable, scan_all, scan_all_arrow
 from localgpt_cli.rag.types import Chunk
+
+if TYPE_CHECKING:
+    from localgpt_cli.rag.hashkeys import KnownHashes
 
 
 class Reads(CollectionTable):
@@ -52,14 +55,21 @@ class Reads(CollectionTable):
             out.setdefault(r["document_id"], (r["path"], []))[1].append(r["text_hash"])
         return out
 
-    def embedded_hashes(self) -> set[str]:
-        """Text hashes of the chunks stored with a vector: what the embedding cache holds."""
+    def embedded_hashes(self) -> KnownHashes:
+        """Text hashes of the chunks stored with a vector: what the embedding cache holds
+        (as 64-bit keys, taken a slice at a time: never a string per row at once)."""
+        from localgpt_cli.rag.hashkeys import MERGE, KnownHashes
+
+        known = KnownHashes()
         if not self.has_vector_column():
-            return set()
+            return known
         query = self.table.search().select(["text_hash"])
         if self.pending_marked() is not False:  # the filter reads the whole vector column
             query = query.where(HAS_VECTOR)
-        return set(scan_all_arrow(query).column("text_hash").unique().to_pylist())
+        column = scan_all_arrow(query).column("text_hash")
+        for start in range(0, len(column), MERGE):
+            known.update(column.slice(start, MERGE).to_pylist())
+        return known
 
     def has_vectors(self) -> bool:
         """Whether vector search can find anything. Asked before every search, so it must
